@@ -1,0 +1,237 @@
+//! Copies between host and device memory through staging buffers
+//! (Halide's `halide_vulkan_copy_to_device` / `copy_to_host` in `src/runtime/vulkan.cpp`,
+//! with the generic dirty-bit rules of `src/runtime/device_interface.cpp`).
+//!
+//! Staging buffers are requested with the policy's roles: `upload` for
+//! host-to-device, `readback` for device-to-host; where they land is what the
+//! readback fix is about. Staging is packed densely in the plan's order, so the
+//! host side and the GPU side of a copy use the same layout.
+
+pub mod plan;
+
+use ash::vk;
+
+use crate::buffer::{Buffer, Dim, HostView};
+use crate::context::Context;
+use crate::device::DeviceView;
+use crate::error::{Error, Result};
+use crate::memory::allocator::Allocation;
+use crate::memory::policy::Role;
+pub use plan::CopyPlan;
+
+/// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
+const MAX_REGIONS_PER_CALL: usize = 1 << 16;
+
+/// Byte range of a mapped allocation, aligned to `nonCoherentAtomSize` and clamped
+/// to the allocation (VUID-VkMappedMemoryRange-size-01390).
+fn atom_range(a: &Allocation, atom: u64, offset: u64, size: u64) -> (u64, u64) {
+    let atom = atom.max(1);
+    let start = offset / atom * atom;
+    let end = (offset + size).div_ceil(atom) * atom;
+    let end = end.min(a.memory_size);
+    (start, end - start)
+}
+
+impl Context {
+    /// Makes host writes to a non-coherent mapping visible to the device.
+    pub(crate) fn flush(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
+        if a.coherent() || a.mapped.is_none() {
+            return Ok(());
+        }
+        let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
+        let range = vk::MappedMemoryRange::default()
+            .memory(a.memory)
+            .offset(offset)
+            .size(size);
+        // SAFETY: the memory is mapped for its whole size; the range is atom-aligned.
+        unsafe { self.shared.device.flush_mapped_memory_ranges(&[range]) }.map_err(|result| {
+            Error::Vulkan {
+                call: "vkFlushMappedMemoryRanges",
+                result,
+            }
+        })
+    }
+
+    /// Makes device writes to a non-coherent mapping visible to the host.
+    pub(crate) fn invalidate(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
+        if a.coherent() || a.mapped.is_none() {
+            return Ok(());
+        }
+        let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
+        let range = vk::MappedMemoryRange::default()
+            .memory(a.memory)
+            .offset(offset)
+            .size(size);
+        // SAFETY: as in `flush`.
+        unsafe { self.shared.device.invalidate_mapped_memory_ranges(&[range]) }.map_err(|result| {
+            Error::Vulkan {
+                call: "vkInvalidateMappedMemoryRanges",
+                result,
+            }
+        })
+    }
+
+    /// Records `plan` as buffer-to-buffer copies, offsets added to each side.
+    pub(crate) fn record_copy(
+        &self,
+        cmd: vk::CommandBuffer,
+        plan: &CopyPlan,
+        src: (vk::Buffer, u64),
+        dst: (vk::Buffer, u64),
+    ) {
+        let mut regions =
+            Vec::with_capacity(plan.chunks().min(MAX_REGIONS_PER_CALL as u64) as usize);
+        let flush = |regions: &mut Vec<vk::BufferCopy>| {
+            if !regions.is_empty() {
+                // SAFETY: both buffers are alive for the submission; regions lie within
+                // them (the plan was checked against their sizes by the caller).
+                unsafe {
+                    self.shared
+                        .device
+                        .cmd_copy_buffer(cmd, src.0, dst.0, regions)
+                };
+                regions.clear();
+            }
+        };
+        plan.for_each_chunk(|s, d| {
+            regions.push(vk::BufferCopy {
+                src_offset: src.1 + s,
+                dst_offset: dst.1 + d,
+                size: plan.chunk,
+            });
+            if regions.len() == MAX_REGIONS_PER_CALL {
+                flush(&mut regions);
+            }
+        });
+        flush(&mut regions);
+    }
+
+    /// Copies the intersection of a host view and a device view, host to device,
+    /// through an `upload` staging buffer.
+    pub fn upload(
+        &self,
+        src: (&HostView, &[Dim]),
+        dst: (&DeviceView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let dst_off = dst.0.byte_offset(elem_bytes);
+        if dst_off + plan.dst_end() > dst.0.region.size() {
+            return Err(Error::BadDimensions(format!(
+                "copy ends at byte {} of a {}-byte device region",
+                dst_off + plan.dst_end(),
+                dst.0.region.size()
+            )));
+        }
+        let staging = self.allocate_region(Role::Upload, plan.bytes())?;
+        let packed = plan.to_dense_dst();
+        {
+            let mapped = staging.alloc.mapped.ok_or_else(|| {
+                Error::DeviceMallocFailed("upload staging is not host-visible".into())
+            })?;
+            // SAFETY: the staging allocation is mapped for at least plan.bytes() bytes
+            // and nothing else uses it until this function returns.
+            let out =
+                unsafe { std::slice::from_raw_parts_mut(mapped.as_ptr(), plan.bytes() as usize) };
+            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+            packed.copy_host(&mem[src.0.offset..], out);
+        }
+        self.flush(&staging.alloc, 0, plan.bytes())?;
+        let unpack = plan.from_dense_src();
+        self.shared.submitter.run(&self.shared.device, |cmd| {
+            self.record_copy(
+                cmd,
+                &unpack,
+                (staging.alloc.buffer, 0),
+                (dst.0.region.alloc.buffer, dst_off),
+            );
+        })
+    }
+
+    /// Copies the intersection of a device view and a host view, device to host,
+    /// through a `readback` staging buffer.
+    pub fn readback(
+        &self,
+        src: (&DeviceView, &[Dim]),
+        dst: (&HostView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let src_off = src.0.byte_offset(elem_bytes);
+        if src_off + plan.src_end() > src.0.region.size() {
+            return Err(Error::BadDimensions(format!(
+                "copy ends at byte {} of a {}-byte device region",
+                src_off + plan.src_end(),
+                src.0.region.size()
+            )));
+        }
+        let staging = self.allocate_region(Role::Readback, plan.bytes())?;
+        let packed = plan.to_dense_dst();
+        self.shared.submitter.run(&self.shared.device, |cmd| {
+            self.record_copy(
+                cmd,
+                &packed,
+                (src.0.region.alloc.buffer, src_off),
+                (staging.alloc.buffer, 0),
+            );
+        })?;
+        self.invalidate(&staging.alloc, 0, plan.bytes())?;
+        let mapped = staging.alloc.mapped.ok_or_else(|| {
+            Error::DeviceMallocFailed("readback staging is not host-visible".into())
+        })?;
+        // SAFETY: mapped for at least plan.bytes() bytes; the GPU finished writing it
+        // (fence waited, barrier to HOST_READ recorded, range invalidated).
+        let staged = unsafe { std::slice::from_raw_parts(mapped.as_ptr(), plan.bytes() as usize) };
+        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        plan.from_dense_src()
+            .copy_host(staged, &mut mem[dst.0.offset..]);
+        Ok(())
+    }
+
+    /// Halide's `copy_to_device`: allocates device memory when needed and copies the
+    /// host data when the host is dirty; clears `host_dirty`.
+    pub fn copy_to_device(&self, buf: &mut Buffer) -> Result<()> {
+        if buf.host_dirty && buf.device_dirty {
+            return Err(Error::BothDirty(buf.name().to_owned()));
+        }
+        self.device_malloc(buf)?;
+        if buf.host_dirty {
+            let host = buf
+                .host
+                .as_ref()
+                .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
+            let dev = buf.device.as_ref().expect("device_malloc succeeded");
+            self.upload((host, buf.dims()), (dev, buf.dims()), buf.elem().bytes())?;
+            buf.host_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Halide's `copy_to_host`: copies device data to the host when the device is
+    /// dirty; clears `device_dirty`.
+    pub fn copy_to_host(&self, buf: &mut Buffer) -> Result<()> {
+        if !buf.device_dirty {
+            return Ok(());
+        }
+        if buf.host_dirty {
+            return Err(Error::BothDirty(buf.name().to_owned()));
+        }
+        let host = buf
+            .host
+            .as_ref()
+            .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
+        let dev = buf
+            .device
+            .as_ref()
+            .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
+        self.readback((dev, buf.dims()), (host, buf.dims()), buf.elem().bytes())?;
+        buf.device_dirty = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! Copy planning: the `device_copy` of Halide's `src/runtime/device_buffer_utils.h`,
+//! with the true intersection of the two boxes instead of `min(extent)`.
+//!
+//! A plan copies `chunk` contiguous bytes at every point of an outer grid of
+//! up to 16 dimensions; offsets are in bytes from `src_begin` / `dst_begin`.
+
+use crate::buffer::{Dim, MAX_DIMS};
+use crate::error::{Error, Result};
+
+/// One outer dimension of a plan. Strides in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanDim {
+    pub extent: u64,
+    pub src_stride: u64,
+    pub dst_stride: u64,
+}
+
+/// A planned copy between two strided layouts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyPlan {
+    /// Bytes copied at each grid point.
+    pub chunk: u64,
+    /// The outer grid, innermost first (sorted by destination stride).
+    pub dims: Vec<PlanDim>,
+    /// Byte offset of the first chunk in the source.
+    pub src_begin: u64,
+    /// Byte offset of the first chunk in the destination.
+    pub dst_begin: u64,
+}
+
+impl CopyPlan {
+    /// Plans a copy of the intersection of the boxes `src` and `dst`, whose element at
+    /// the mins is at byte 0 of each side. Both have `elem_bytes`-sized elements.
+    pub fn new(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
+        if src.len() != dst.len() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "cannot copy {} dimensions into {}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        if src.len() > MAX_DIMS {
+            return Err(Error::BadDimensions(format!(
+                "{} dimensions; at most {MAX_DIMS}",
+                src.len()
+            )));
+        }
+        let eb = elem_bytes as u64;
+        let mut plan = CopyPlan {
+            chunk: eb,
+            dims: Vec::new(),
+            src_begin: 0,
+            dst_begin: 0,
+        };
+        for (s, d) in src.iter().zip(dst) {
+            let lo = s.min.max(d.min);
+            let hi = (s.min + s.extent).min(d.min + d.extent);
+            if hi <= lo {
+                return Ok(CopyPlan::empty());
+            }
+            plan.src_begin += (lo - s.min) as u64 * s.stride as u64 * eb;
+            plan.dst_begin += (lo - d.min) as u64 * d.stride as u64 * eb;
+            if hi - lo > 1 {
+                plan.dims.push(PlanDim {
+                    extent: (hi - lo) as u64,
+                    src_stride: s.stride as u64 * eb,
+                    dst_stride: d.stride as u64 * eb,
+                });
+            }
+        }
+        // Destination order, as Halide does; stable so equal strides keep dim order.
+        plan.dims.sort_by_key(|d| d.dst_stride);
+        plan.fold();
+        Ok(plan)
+    }
+
+    /// A plan that copies nothing.
+    pub fn empty() -> Self {
+        CopyPlan {
+            chunk: 0,
+            dims: Vec::new(),
+            src_begin: 0,
+            dst_begin: 0,
+        }
+    }
+
+    /// Merges contiguous dimensions into the chunk and adjacent dimensions into one.
+    fn fold(&mut self) {
+        while let Some(d0) = self.dims.first() {
+            if d0.src_stride == self.chunk && d0.dst_stride == self.chunk {
+                self.chunk *= d0.extent;
+                self.dims.remove(0);
+            } else {
+                break;
+            }
+        }
+        let mut i = 0;
+        while i + 1 < self.dims.len() {
+            let (a, b) = (self.dims[i], self.dims[i + 1]);
+            if b.src_stride == a.src_stride * a.extent && b.dst_stride == a.dst_stride * a.extent {
+                self.dims[i].extent *= b.extent;
+                self.dims.remove(i + 1);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Number of chunks.
+    pub fn chunks(&self) -> u64 {
+        if self.chunk == 0 {
+            return 0;
+        }
+        self.dims.iter().map(|d| d.extent).product()
+    }
+
+    /// Bytes copied.
+    pub fn bytes(&self) -> u64 {
+        self.chunk * self.chunks()
+    }
+
+    /// The same copy with a densely packed destination starting at 0: the layout of
+    /// a staging buffer. Packing and unpacking through it use one layout, so they agree
+    /// (Halide's staging layout mismatch of `buffer_copy` cannot happen).
+    pub fn to_dense_dst(&self) -> CopyPlan {
+        let mut out = self.clone();
+        out.dst_begin = 0;
+        let mut stride = self.chunk;
+        for d in &mut out.dims {
+            d.dst_stride = stride;
+            stride *= d.extent;
+        }
+        out.fold();
+        out
+    }
+
+    /// The same copy reading from a densely packed source starting at 0.
+    pub fn from_dense_src(&self) -> CopyPlan {
+        let mut out = self.clone();
+        out.src_begin = 0;
+        let mut stride = self.chunk;
+        for d in &mut out.dims {
+            d.src_stride = stride;
+            stride *= d.extent;
+        }
+        out.fold();
+        out
+    }
+
+    /// Calls `f(src_offset, dst_offset)` for every chunk, in order of increasing
+    /// destination offset along the innermost dimension.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(u64, u64)) {
+        if self.chunks() == 0 {
+            return;
+        }
+        let n = self.dims.len();
+        let mut idx = vec![0u64; n];
+        let (mut s, mut d) = (self.src_begin, self.dst_begin);
+        loop {
+            f(s, d);
+            let mut k = 0;
+            loop {
+                if k == n {
+                    return;
+                }
+                idx[k] += 1;
+                s += self.dims[k].src_stride;
+                d += self.dims[k].dst_stride;
+                if idx[k] < self.dims[k].extent {
+                    break;
+                }
+                s -= self.dims[k].src_stride * self.dims[k].extent;
+                d -= self.dims[k].dst_stride * self.dims[k].extent;
+                idx[k] = 0;
+                k += 1;
+            }
+        }
+    }
+
+    /// Highest source byte touched, exclusive.
+    pub fn src_end(&self) -> u64 {
+        if self.chunks() == 0 {
+            return 0;
+        }
+        self.src_begin
+            + self
+                .dims
+                .iter()
+                .map(|d| (d.extent - 1) * d.src_stride)
+                .sum::<u64>()
+            + self.chunk
+    }
+
+    /// Highest destination byte touched, exclusive.
+    pub fn dst_end(&self) -> u64 {
+        if self.chunks() == 0 {
+            return 0;
+        }
+        self.dst_begin
+            + self
+                .dims
+                .iter()
+                .map(|d| (d.extent - 1) * d.dst_stride)
+                .sum::<u64>()
+            + self.chunk
+    }
+
+    /// Copies on the host from `src` to `dst`, byte offsets relative to each slice.
+    pub fn copy_host(&self, src: &[u8], dst: &mut [u8]) {
+        let c = self.chunk as usize;
+        self.for_each_chunk(|s, d| {
+            let (s, d) = (s as usize, d as usize);
+            dst[d..d + c].copy_from_slice(&src[s..s + c]);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::dense_dims;
+
+    fn dims(v: &[(i64, i64, i64)]) -> Vec<Dim> {
+        v.iter()
+            .map(|&(min, extent, stride)| Dim {
+                min,
+                extent,
+                stride,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dense_whole_buffer_is_one_chunk() {
+        let d = dense_dims(&[128, 128]);
+        let p = CopyPlan::new(&d, &d, 4).unwrap();
+        assert_eq!(p.chunk, 128 * 128 * 4);
+        assert!(p.dims.is_empty());
+        assert_eq!(p.chunks(), 1);
+    }
+
+    #[test]
+    fn crop_of_dense_buffer_copies_rows() {
+        // A 64x64 crop at (32, 32) of a 128x128 i32 buffer: Halide's device_crop.
+        let parent = dense_dims(&[128, 128]);
+        let crop = dims(&[(32, 64, 1), (32, 64, 128)]);
+        let p = CopyPlan::new(&parent, &crop, 4).unwrap();
+        assert_eq!(p.chunk, 256);
+        assert_eq!(p.chunks(), 64);
+        assert_eq!(p.src_begin, (32 + 32 * 128) * 4);
+        assert_eq!(p.dst_begin, 0);
+    }
+
+    #[test]
+    fn partial_overlap_uses_true_intersection() {
+        // Halide's make_buffer_copy would copy min(extent) = 10 elements and overrun.
+        let src = dims(&[(0, 10, 1)]);
+        let dst = dims(&[(5, 10, 1)]);
+        let p = CopyPlan::new(&src, &dst, 4).unwrap();
+        assert_eq!(p.bytes(), 5 * 4);
+        assert_eq!(p.src_begin, 5 * 4);
+        assert_eq!(p.dst_begin, 0);
+        assert_eq!(p.src_end(), 40);
+        assert_eq!(p.dst_end(), 20);
+    }
+
+    #[test]
+    fn disjoint_boxes_copy_nothing() {
+        let p = CopyPlan::new(&dims(&[(0, 4, 1)]), &dims(&[(4, 4, 1)]), 4).unwrap();
+        assert_eq!(p.chunks(), 0);
+        assert_eq!(p.bytes(), 0);
+    }
+
+    #[test]
+    fn stride_two_view_does_not_fold() {
+        // gpu_non_contiguous_copy: 16x16x3x3 with doubled strides: 2304 chunks of 4 bytes.
+        let full = dims(&[(0, 16, 2), (0, 16, 160), (0, 3, 9600), (0, 3, 96000)]);
+        let p = CopyPlan::new(&full, &dense_dims(&[16, 16, 3, 3]), 4).unwrap();
+        assert_eq!(p.chunk, 4);
+        assert_eq!(p.chunks(), 2304);
+        let dense = p.to_dense_dst();
+        assert_eq!(dense.bytes(), 2304 * 4);
+    }
+
+    #[test]
+    fn staging_round_trip_agrees_between_layouts() {
+        // Source and destination of different layouts through dense staging.
+        let src = dims(&[(0, 8, 3), (0, 5, 40)]);
+        let dst = dims(&[(2, 4, 1), (1, 3, 4)]);
+        let p = CopyPlan::new(&src, &dst, 1).unwrap();
+        let src_bytes: Vec<u8> = (0..200u8).collect();
+        let mut direct = vec![0u8; 16];
+        p.copy_host(&src_bytes, &mut direct);
+        let mut staging = vec![0u8; p.bytes() as usize];
+        p.to_dense_dst().copy_host(&src_bytes, &mut staging);
+        let mut via = vec![0u8; 16];
+        p.from_dense_src().copy_host(&staging, &mut via);
+        assert_eq!(direct, via);
+        // Element (2,1) of dst is element (2,1) of src: byte 2*3 + 1*40.
+        assert_eq!(direct[0], 46);
+    }
+
+    #[test]
+    fn mismatched_dimension_counts_are_an_error() {
+        let e = CopyPlan::new(&dense_dims(&[4]), &dense_dims(&[2, 2]), 4).unwrap_err();
+        assert_eq!(e.name(), "incompatible_buffers");
+    }
+}

@@ -1,0 +1,131 @@
+//! Device allocations of buffers: `device_malloc` and `device_free`
+//! (Halide's `halide_vulkan_device_malloc` / `device_free` in `src/runtime/vulkan.cpp`).
+//!
+//! A [`DeviceView`] shares its [`Region`] through an `Arc`: the region's use
+//! count starts at one (the fix of Halide #9237), a view retains it, and the
+//! memory goes back to the allocator when the last user drops it.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::buffer::Buffer;
+use crate::context::{Context, Shared};
+use crate::error::{Error, Result};
+use crate::memory::allocator::Allocation;
+use crate::memory::policy::Role;
+
+/// Device memory holding one buffer's data.
+#[derive(Debug)]
+pub struct Region {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) alloc: Allocation,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.info.name)
+    }
+}
+
+impl Region {
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.alloc.size
+    }
+
+    /// Memory type index in the allocator's table.
+    pub fn memory_type(&self) -> u32 {
+        self.alloc.memory_type
+    }
+
+    /// What the region was allocated for.
+    pub fn role(&self) -> Role {
+        self.alloc.role
+    }
+
+    /// The `VkBuffer` bound to this region.
+    pub fn vk_buffer(&self) -> vk::Buffer {
+        self.alloc.buffer
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let s = &self.shared;
+        s.allocator.free(&s.device, &s.stats, &self.alloc);
+        s.stats.region_destroyed();
+    }
+}
+
+/// A buffer's device side: a region and the element offset of the element at
+/// the buffer's mins (non-zero for crops and slices).
+#[derive(Clone, Debug)]
+pub struct DeviceView {
+    pub region: Arc<Region>,
+    /// Elements from the start of the region.
+    pub offset: u64,
+}
+
+impl DeviceView {
+    /// Byte offset in the region of the element at the view's mins.
+    pub fn byte_offset(&self, elem_bytes: usize) -> u64 {
+        self.offset * elem_bytes as u64
+    }
+}
+
+impl Context {
+    pub(crate) fn allocate_region(&self, role: Role, size: u64) -> Result<Arc<Region>> {
+        let s = &self.shared;
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        let alloc = s
+            .allocator
+            .allocate(&s.device, &s.stats, role, size, usage)?;
+        s.stats.region_created();
+        Ok(Arc::new(Region {
+            shared: self.shared.clone(),
+            alloc,
+        }))
+    }
+
+    /// Gives `buf` device memory of `size_in_bytes`, zero-filled as Halide's Vulkan
+    /// runtime does. Keeps an existing allocation that is large enough. Leaves the
+    /// dirty bits alone: a host-dirty buffer stays host-dirty.
+    pub fn device_malloc(&self, buf: &mut Buffer) -> Result<()> {
+        let size = buf.size_in_bytes();
+        if let Some(view) = &buf.device {
+            if !Arc::ptr_eq(&view.region.shared, &self.shared) {
+                return Err(Error::IncompatibleBuffers(format!(
+                    "{} has device memory of another context",
+                    buf.name()
+                )));
+            }
+            if view.region.size() >= view.byte_offset(buf.elem().bytes()) + size {
+                return Ok(());
+            }
+            buf.device = None;
+        }
+        let region = self.allocate_region(Role::Device, size)?;
+        self.shared.submitter.run(&self.shared.device, |cmd| {
+            // SAFETY: the buffer was just created and is not in use; its size is a
+            // multiple of 4 (the allocator rounds it up), so WHOLE_SIZE covers it all.
+            unsafe {
+                self.shared
+                    .device
+                    .cmd_fill_buffer(cmd, region.alloc.buffer, 0, vk::WHOLE_SIZE, 0);
+            }
+        })?;
+        buf.device = Some(DeviceView { region, offset: 0 });
+        Ok(())
+    }
+
+    /// Drops `buf`'s device allocation (the region is freed when no view uses it)
+    /// and clears `device_dirty`: device data that was never copied back is lost.
+    pub fn device_free(&self, buf: &mut Buffer) -> Result<()> {
+        buf.device = None;
+        buf.device_dirty = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,946 @@
+//! Memory-type selection: requests in Halide's vocabulary and three policies
+//! that turn a request and a [`MemoryTable`] into memory types to try, best first.
+//!
+//! Pure logic: no Vulkan call. The runtime allocates from the first candidate
+//! and walks the list when `vkAllocateMemory` fails.
+//!
+//! # Requests
+//!
+//! A [`MemoryRequest`] is Halide's `MemoryProperties` triple
+//! (`src/runtime/internal/memory_resources.h`): a [`MemoryVisibility`], a
+//! [`MemoryCaching`] and a [`MemoryUsage`]. Usage picks buffer usage flags in
+//! the runtime; no policy looks at it. The runtime asks by [`Role`], and each
+//! [`Policy`] maps a role to its request:
+//!
+//! | role | `halide-legacy` | `halide` | `vkcopy` |
+//! |---|---|---|---|
+//! | readback | device_to_host/uncached_coherent | device_to_host/cached_coherent | device_to_host/cached |
+//! | upload | host_to_device/uncached_coherent | same | same |
+//! | device | device_only/uncached | same | same |
+//!
+//! (usages: readback `transfer_dst`, upload `transfer_src`, device `transfer_src_dst`.)
+//!
+//! # `halide-legacy` and `halide`
+//!
+//! Halide's `VulkanMemoryAllocator` (`src/runtime/vulkan_memory.h`):
+//! `required_flags_for_memory_properties`, `preferred_flags_for_memory_properties`
+//! and the two passes of `allocate_block`. Pass 1 takes types with
+//! required|preferred flags in index order, pass 2 types with the required
+//! flags; the candidates are pass 1's types, then pass 2's others.
+//! `halide-legacy` is Halide HEAD before the readback fix; `halide` is HEAD
+//! with the fix and both review changes of the seed discussion:
+//!
+//! | | `halide-legacy` | `halide` |
+//! |---|---|---|
+//! | required | device_only: DEVICE_LOCAL; device_to_host, host_to_device: HOST_VISIBLE | the same, plus HOST_COHERENT for `*_coherent` caching when HOST_VISIBLE is required |
+//! | preferred, visibility | host_only: HOST_VISIBLE; device_to_host: DEVICE_LOCAL | host_only: HOST_VISIBLE; device_to_host: HOST_CACHED only with `default` caching |
+//! | preferred, caching (when HOST_VISIBLE is required) | cached_coherent: HOST_CACHED\|HOST_COHERENT; uncached_coherent: HOST_COHERENT; cached: HOST_CACHED | the same |
+//!
+//! One departure from Halide, in both: types outside `memoryTypeBits` (and
+//! the table's `buffer_memory_type_bits`) are never candidates. Halide does
+//! not look at `memoryTypeBits`, but binding a buffer to memory of another
+//! type is invalid Vulkan (VUID-vkBindBufferMemory-memory-01035).
+//!
+//! # `vkcopy` (the default)
+//!
+//! A type is a candidate when it is in `memoryTypeBits`, has the required
+//! flags, is not vendor-special (DEVICE_COHERENT_AMD, DEVICE_UNCACHED_AMD,
+//! PROTECTED, LAZILY_ALLOCATED: they need features or resources that plain
+//! buffers do not have) and is not on a small BAR heap
+//! ([`MemoryTable::is_small_bar_heap`]: staging there competes with the driver
+//! for a few hundred MiB, and reads from it run at 22 MB/s). HOST_COHERENT is
+//! never required: the runtime flushes and invalidates non-coherent memory in
+//! `nonCoherentAtomSize` units. Candidates are sorted by a key compared field
+//! by field, `false` before `true`; ties go to the driver's order:
+//!
+//! | visibility | required | key |
+//! |---|---|---|
+//! | device_only | DEVICE_LOCAL | (HOST_VISIBLE, index) |
+//! | default | none | (not DEVICE_LOCAL, HOST_VISIBLE, index) |
+//! | device_to_host, host_only, host_to_device | HOST_VISIBLE | (DEVICE_LOCAL on a discrete GPU, first miss, second miss, index) |
+//!
+//! For host-visible memory the caching of the request sets what counts as a miss
+//! and which comes first:
+//!
+//! | caching | cache miss | first, then |
+//! |---|---|---|
+//! | cached | not HOST_CACHED | cache miss, then not HOST_COHERENT |
+//! | uncached | HOST_CACHED | cache miss, then not HOST_COHERENT |
+//! | cached_coherent | not HOST_CACHED | not HOST_COHERENT, then cache miss |
+//! | uncached_coherent | HOST_CACHED | not HOST_COHERENT, then cache miss |
+//! | default | device_to_host, host_only: as cached; host_to_device: as uncached_coherent | |
+//!
+//! So readback (device_to_host/cached) takes cached coherent memory, then
+//! cached non-coherent memory, then uncached memory, and host-visible VRAM of
+//! a discrete GPU only last (the seed's RTX 4070 reads it at 22 MB/s, the lab
+//! H200 at 0.03 GB/s). Upload (host_to_device/uncached_coherent) takes
+//! coherent uncached (write-combined) system memory as VMA does for
+//! sequential writes, then coherent cached, then non-coherent, and host-visible
+//! VRAM of a discrete GPU last. Device memory takes DEVICE_LOCAL types that are
+//! not host-visible first.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ash::vk;
+
+use super::table::{property_flags_name, DeviceType, MemoryTable};
+
+/// A name that does not parse as one of this module's values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{value}`; expected one of {expected}")]
+pub struct ParseError {
+    /// What was being parsed, e.g. "memory visibility".
+    pub what: &'static str,
+    /// The text given.
+    pub value: String,
+    /// The accepted names, comma-separated.
+    pub expected: String,
+}
+
+/// Defines `ALL`, `name()`, `Display` and `FromStr` of a fieldless enum from its names.
+macro_rules! named {
+    ($ty:ident, $what:literal, [$($variant:ident => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: [$ty; [$($name),+].len()] = [$($ty::$variant),+];
+
+            /// The name used in case files and on the command line.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = ParseError;
+            fn from_str(s: &str) -> Result<Self, ParseError> {
+                $ty::ALL
+                    .into_iter()
+                    .find(|v| v.name() == s)
+                    .ok_or_else(|| ParseError {
+                        what: $what,
+                        value: s.to_string(),
+                        expected: [$($name),+].join(", "),
+                    })
+            }
+        }
+    };
+}
+
+/// Who accesses the memory and in which direction (Halide's `MemoryVisibility`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryVisibility {
+    /// Host reads and writes; the device does not use it.
+    HostOnly,
+    /// Only the device uses it.
+    DeviceOnly,
+    /// The device writes, the host reads: readback staging.
+    DeviceToHost,
+    /// The host writes, the device reads: upload staging.
+    HostToDevice,
+    /// Any memory (Halide's `DefaultVisibility`).
+    Default,
+}
+
+named!(MemoryVisibility, "memory visibility", [
+    HostOnly => "host_only",
+    DeviceOnly => "device_only",
+    DeviceToHost => "device_to_host",
+    HostToDevice => "host_to_device",
+    Default => "default",
+]);
+
+/// Host caching and coherence asked for (Halide's `MemoryCaching`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryCaching {
+    /// HOST_CACHED.
+    Cached,
+    /// Not HOST_CACHED (write-combined on most systems).
+    Uncached,
+    /// HOST_CACHED and HOST_COHERENT.
+    CachedCoherent,
+    /// HOST_COHERENT, not HOST_CACHED.
+    UncachedCoherent,
+    /// No preference (Halide's `DefaultCaching`).
+    Default,
+}
+
+named!(MemoryCaching, "memory caching", [
+    Cached => "cached",
+    Uncached => "uncached",
+    CachedCoherent => "cached_coherent",
+    UncachedCoherent => "uncached_coherent",
+    Default => "default",
+]);
+
+/// What a buffer is used for (Halide's `MemoryUsage`); the runtime turns it
+/// into `VkBufferUsageFlags`. No policy looks at it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryUsage {
+    StaticStorage,
+    DynamicStorage,
+    UniformStorage,
+    TransferSrc,
+    TransferDst,
+    TransferSrcDst,
+    /// Halide's `DefaultUsage`.
+    Default,
+}
+
+named!(MemoryUsage, "memory usage", [
+    StaticStorage => "static_storage",
+    DynamicStorage => "dynamic_storage",
+    UniformStorage => "uniform_storage",
+    TransferSrc => "transfer_src",
+    TransferDst => "transfer_dst",
+    TransferSrcDst => "transfer_src_dst",
+    Default => "default",
+]);
+
+/// A memory request: Halide's `MemoryProperties` without alignment.
+///
+/// Written `visibility/caching` or `visibility/caching/usage`, e.g.
+/// `device_to_host/cached_coherent`; the usage is left out when it is `default`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryRequest {
+    pub visibility: MemoryVisibility,
+    pub caching: MemoryCaching,
+    pub usage: MemoryUsage,
+}
+
+impl MemoryRequest {
+    /// A request with the default usage.
+    pub const fn new(visibility: MemoryVisibility, caching: MemoryCaching) -> Self {
+        MemoryRequest {
+            visibility,
+            caching,
+            usage: MemoryUsage::Default,
+        }
+    }
+
+    /// The same request with `usage`.
+    pub const fn with_usage(self, usage: MemoryUsage) -> Self {
+        MemoryRequest { usage, ..self }
+    }
+}
+
+impl fmt::Display for MemoryRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.visibility, self.caching)?;
+        if self.usage != MemoryUsage::Default {
+            write!(f, "/{}", self.usage)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for MemoryRequest {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let (visibility, caching, usage) = match parts[..] {
+            [v, c] => (v, c, None),
+            [v, c, u] => (v, c, Some(u)),
+            _ => {
+                return Err(ParseError {
+                    what: "memory request",
+                    value: s.to_string(),
+                    expected: "visibility/caching or visibility/caching/usage, \
+                               e.g. device_to_host/cached_coherent"
+                        .to_string(),
+                })
+            }
+        };
+        Ok(MemoryRequest {
+            visibility: visibility.parse()?,
+            caching: caching.parse()?,
+            usage: usage.map_or(Ok(MemoryUsage::Default), str::parse)?,
+        })
+    }
+}
+
+/// What the runtime allocates memory for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Staging for device-to-host copies: the device writes, the host reads.
+    Readback,
+    /// Staging for host-to-device copies: the host writes, the device reads.
+    Upload,
+    /// A buffer's device memory: only the device uses it.
+    Device,
+}
+
+named!(Role, "role", [
+    Readback => "readback",
+    Upload => "upload",
+    Device => "device",
+]);
+
+/// A memory-type selection policy; see the module docs for the rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Halide HEAD before the readback fix: readback prefers DEVICE_LOCAL.
+    HalideLegacy,
+    /// Halide with the seed's readback fix and both review changes.
+    Halide,
+    /// vkcopy's own rules.
+    #[default]
+    Vkcopy,
+}
+
+named!(Policy, "policy", [
+    HalideLegacy => "halide-legacy",
+    Halide => "halide",
+    Vkcopy => "vkcopy",
+]);
+
+/// No memory type can serve a request.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// Every type is excluded; `types` says why for each.
+    #[error("no memory type for {request} on {table}; its types: {types}")]
+    NoMemoryType {
+        /// The request, the policy and the `memoryTypeBits` used.
+        request: String,
+        /// The table's name.
+        table: String,
+        /// Each type with its flags and why it was excluded, `; `-separated.
+        types: String,
+    },
+}
+
+/// Flags a vkcopy candidate must not have.
+const VENDOR_SPECIAL: vk::MemoryPropertyFlags = vk::MemoryPropertyFlags::from_raw(
+    vk::MemoryPropertyFlags::DEVICE_COHERENT_AMD.as_raw()
+        | vk::MemoryPropertyFlags::DEVICE_UNCACHED_AMD.as_raw()
+        | vk::MemoryPropertyFlags::PROTECTED.as_raw()
+        | vk::MemoryPropertyFlags::LAZILY_ALLOCATED.as_raw(),
+);
+
+impl Policy {
+    /// The request this policy makes for `role` (table in the module docs).
+    pub fn request(self, role: Role) -> MemoryRequest {
+        use MemoryCaching as C;
+        use MemoryVisibility as V;
+        match role {
+            Role::Readback => {
+                let caching = match self {
+                    Policy::HalideLegacy => C::UncachedCoherent,
+                    Policy::Halide => C::CachedCoherent,
+                    Policy::Vkcopy => C::Cached,
+                };
+                MemoryRequest::new(V::DeviceToHost, caching).with_usage(MemoryUsage::TransferDst)
+            }
+            Role::Upload => MemoryRequest::new(V::HostToDevice, C::UncachedCoherent)
+                .with_usage(MemoryUsage::TransferSrc),
+            Role::Device => MemoryRequest::new(V::DeviceOnly, C::Uncached)
+                .with_usage(MemoryUsage::TransferSrcDst),
+        }
+    }
+
+    /// Flags every candidate has. Halide's `required_flags_for_memory_properties`
+    /// for the two Halide policies.
+    pub fn required_flags(self, request: &MemoryRequest) -> vk::MemoryPropertyFlags {
+        use vk::MemoryPropertyFlags as F;
+        let mut required = match request.visibility {
+            MemoryVisibility::DeviceOnly => F::DEVICE_LOCAL,
+            MemoryVisibility::DeviceToHost | MemoryVisibility::HostToDevice => F::HOST_VISIBLE,
+            // Halide requires nothing for host_only; vkcopy maps it, so needs HOST_VISIBLE.
+            MemoryVisibility::HostOnly if self == Policy::Vkcopy => F::HOST_VISIBLE,
+            MemoryVisibility::HostOnly | MemoryVisibility::Default => F::empty(),
+        };
+        // The fix's first review change: coherence is required, not preferred.
+        if self == Policy::Halide
+            && required.contains(F::HOST_VISIBLE)
+            && matches!(
+                request.caching,
+                MemoryCaching::CachedCoherent | MemoryCaching::UncachedCoherent
+            )
+        {
+            required |= F::HOST_COHERENT;
+        }
+        required
+    }
+
+    /// Halide's `preferred_flags_for_memory_properties`; empty for `vkcopy`,
+    /// which ranks instead.
+    fn preferred_flags(self, request: &MemoryRequest) -> vk::MemoryPropertyFlags {
+        use vk::MemoryPropertyFlags as F;
+        let mut preferred = match (self, request.visibility) {
+            (Policy::Vkcopy, _) => return F::empty(),
+            (_, MemoryVisibility::HostOnly) => F::HOST_VISIBLE,
+            (Policy::HalideLegacy, MemoryVisibility::DeviceToHost) => F::DEVICE_LOCAL,
+            // The fix's second review change: only default caching implies cached.
+            (_, MemoryVisibility::DeviceToHost) if request.caching == MemoryCaching::Default => {
+                F::HOST_CACHED
+            }
+            _ => F::empty(),
+        };
+        if self.required_flags(request).contains(F::HOST_VISIBLE) {
+            preferred |= match request.caching {
+                MemoryCaching::CachedCoherent => F::HOST_CACHED | F::HOST_COHERENT,
+                MemoryCaching::UncachedCoherent => F::HOST_COHERENT,
+                MemoryCaching::Cached => F::HOST_CACHED,
+                MemoryCaching::Uncached | MemoryCaching::Default => F::empty(),
+            };
+        }
+        preferred
+    }
+
+    /// Memory types to try for `request`, best first; the runtime walks this
+    /// list when `vkAllocateMemory` fails. `memory_type_bits` is the buffer's
+    /// `VkMemoryRequirements::memoryTypeBits`; it is also masked with the
+    /// table's `buffer_memory_type_bits`. Errors when no type qualifies.
+    pub fn candidates(
+        self,
+        table: &MemoryTable,
+        request: &MemoryRequest,
+        memory_type_bits: u32,
+    ) -> Result<Vec<u32>, SelectError> {
+        let allowed = memory_type_bits & table.buffer_memory_type_bits;
+        let required = self.required_flags(request);
+        let eligible: Vec<u32> = (0..table.types.len().min(32) as u32)
+            .filter(|&i| self.exclusion(table, allowed, required, i).is_none())
+            .collect();
+        let list = match self {
+            Policy::HalideLegacy | Policy::Halide => {
+                // Pass 1 then pass 2 of Halide's `allocate_block`.
+                let wanted = required | self.preferred_flags(request);
+                let (mut first, second): (Vec<u32>, Vec<u32>) = eligible
+                    .into_iter()
+                    .partition(|&i| table.types[i as usize].flags.contains(wanted));
+                first.extend(second);
+                first
+            }
+            Policy::Vkcopy => {
+                let mut list = eligible;
+                list.sort_by_key(|&i| vkcopy_key(table, request, i));
+                list
+            }
+        };
+        if list.is_empty() {
+            let types = (0..table.types.len() as u32)
+                .map(|i| {
+                    let why = self
+                        .exclusion(table, allowed, required, i)
+                        .unwrap_or("eligible");
+                    format!("{} [{why}]", table.describe_type(i))
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(SelectError::NoMemoryType {
+                request: format!(
+                    "{request} (policy {self}, memoryTypeBits {memory_type_bits:#x}, \
+                     required {})",
+                    property_flags_name(required)
+                ),
+                table: table.name.clone(),
+                types,
+            });
+        }
+        Ok(list)
+    }
+
+    /// The memory type to allocate first: the first of [`Policy::candidates`].
+    pub fn select(
+        self,
+        table: &MemoryTable,
+        request: &MemoryRequest,
+        memory_type_bits: u32,
+    ) -> Result<u32, SelectError> {
+        self.candidates(table, request, memory_type_bits)
+            .map(|list| list[0])
+    }
+
+    /// Why type `i` is not a candidate, or `None` when it is.
+    fn exclusion(
+        self,
+        table: &MemoryTable,
+        allowed: u32,
+        required: vk::MemoryPropertyFlags,
+        i: u32,
+    ) -> Option<&'static str> {
+        let t = table.types.get(i as usize)?;
+        if i >= 32 || allowed & (1 << i) == 0 {
+            Some("not in memoryTypeBits")
+        } else if !t.flags.contains(required) {
+            Some("lacks a required flag")
+        } else if self == Policy::Vkcopy && t.flags.intersects(VENDOR_SPECIAL) {
+            Some("vendor-special")
+        } else if self == Policy::Vkcopy && table.is_small_bar_heap(t.heap) {
+            Some("small BAR heap")
+        } else {
+            None
+        }
+    }
+}
+
+/// The `vkcopy` sort key of type `i`: fields compare in order, `false` first.
+fn vkcopy_key(table: &MemoryTable, request: &MemoryRequest, i: u32) -> (bool, bool, bool, u32) {
+    use vk::MemoryPropertyFlags as F;
+    let flags = table.types[i as usize].flags;
+    let dl = flags.contains(F::DEVICE_LOCAL);
+    let hv = flags.contains(F::HOST_VISIBLE);
+    match request.visibility {
+        MemoryVisibility::DeviceOnly => (hv, false, false, i),
+        MemoryVisibility::Default => (!dl, hv, false, i),
+        MemoryVisibility::DeviceToHost
+        | MemoryVisibility::HostOnly
+        | MemoryVisibility::HostToDevice => {
+            let (want_cached, coherence_first) = match request.caching {
+                MemoryCaching::Cached => (true, false),
+                MemoryCaching::Uncached => (false, false),
+                MemoryCaching::CachedCoherent => (true, true),
+                MemoryCaching::UncachedCoherent => (false, true),
+                MemoryCaching::Default => match request.visibility {
+                    MemoryVisibility::HostToDevice => (false, true),
+                    _ => (true, false),
+                },
+            };
+            let cache_miss = flags.contains(F::HOST_CACHED) != want_cached;
+            let incoherent = !flags.contains(F::HOST_COHERENT);
+            let vram = dl && table.device_type == DeviceType::DiscreteGpu;
+            if coherence_first {
+                (vram, incoherent, cache_miss, i)
+            } else {
+                (vram, cache_miss, incoherent, i)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::table::{MemoryHeap, MemoryType};
+    use std::path::Path;
+    use vk::MemoryPropertyFlags as F;
+
+    const ALL: u32 = u32::MAX;
+
+    fn device(name: &str) -> MemoryTable {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cases/devices")
+            .join(format!("{name}.yaml"));
+        MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn pick(policy: Policy, table: &MemoryTable, role: Role) -> u32 {
+        policy.select(table, &policy.request(role), ALL).unwrap()
+    }
+
+    fn list(policy: Policy, table: &MemoryTable, role: Role) -> Vec<u32> {
+        policy
+            .candidates(table, &policy.request(role), ALL)
+            .unwrap()
+    }
+
+    fn raw(s: &str) -> MemoryRequest {
+        s.parse().unwrap()
+    }
+
+    /// Every visibility/caching pair.
+    fn every_request() -> Vec<MemoryRequest> {
+        MemoryVisibility::ALL
+            .into_iter()
+            .flat_map(|v| MemoryCaching::ALL.map(|c| MemoryRequest::new(v, c)))
+            .collect()
+    }
+
+    /// A table from `(heap, flags)` pairs on a discrete GPU with a VRAM and a system heap.
+    fn table(types: &[(u32, F)]) -> MemoryTable {
+        MemoryTable {
+            name: "synthetic".into(),
+            device_type: DeviceType::DiscreteGpu,
+            non_coherent_atom_size: 64,
+            heaps: vec![
+                MemoryHeap {
+                    size: 8 << 30,
+                    flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+                },
+                MemoryHeap {
+                    size: 16 << 30,
+                    flags: vk::MemoryHeapFlags::empty(),
+                },
+            ],
+            types: types
+                .iter()
+                .map(|&(heap, flags)| MemoryType { heap, flags })
+                .collect(),
+            buffer_memory_type_bits: (1 << types.len()) - 1,
+        }
+    }
+
+    #[test]
+    fn role_requests() {
+        let requests = |p: Policy| Role::ALL.map(|r| p.request(r).to_string());
+        assert_eq!(
+            requests(Policy::HalideLegacy),
+            [
+                "device_to_host/uncached_coherent/transfer_dst",
+                "host_to_device/uncached_coherent/transfer_src",
+                "device_only/uncached/transfer_src_dst",
+            ]
+        );
+        assert_eq!(
+            requests(Policy::Halide),
+            [
+                "device_to_host/cached_coherent/transfer_dst",
+                "host_to_device/uncached_coherent/transfer_src",
+                "device_only/uncached/transfer_src_dst",
+            ]
+        );
+        assert_eq!(
+            requests(Policy::Vkcopy)[0],
+            "device_to_host/cached/transfer_dst"
+        );
+        assert_eq!(requests(Policy::Vkcopy)[1..], requests(Policy::Halide)[1..]);
+    }
+
+    #[test]
+    fn names_parse_and_display() {
+        assert_eq!(Policy::default(), Policy::Vkcopy);
+        for p in Policy::ALL {
+            assert_eq!(p.to_string().parse::<Policy>(), Ok(p));
+        }
+        assert_eq!("halide-legacy".parse::<Policy>(), Ok(Policy::HalideLegacy));
+        assert_eq!("upload".parse::<Role>(), Ok(Role::Upload));
+        for r in every_request() {
+            assert_eq!(r.to_string().parse::<MemoryRequest>(), Ok(r));
+            let with_usage = r.with_usage(MemoryUsage::UniformStorage);
+            assert_eq!(
+                with_usage.to_string().parse::<MemoryRequest>(),
+                Ok(with_usage)
+            );
+        }
+        assert_eq!(
+            raw("device_to_host/cached_coherent"),
+            MemoryRequest::new(
+                MemoryVisibility::DeviceToHost,
+                MemoryCaching::CachedCoherent
+            )
+        );
+        assert_eq!(
+            "halide_legacy".parse::<Policy>().unwrap_err().to_string(),
+            "unknown policy `halide_legacy`; expected one of halide-legacy, halide, vkcopy"
+        );
+        assert_eq!(
+            "device_to_host/coherent"
+                .parse::<MemoryRequest>()
+                .unwrap_err()
+                .to_string(),
+            "unknown memory caching `coherent`; expected one of cached, uncached, \
+             cached_coherent, uncached_coherent, default"
+        );
+        let e = "readback".parse::<MemoryRequest>().unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("unknown memory request `readback`"),
+            "{e}"
+        );
+        assert!("a/b/c/d".parse::<MemoryRequest>().is_err());
+    }
+
+    /// Halide's worked example (reference §1.6): T0 DL, T1 HV|HC, T2 HV|HC|HCACHED,
+    /// T3 DL|HV|HC (BAR).
+    #[test]
+    fn halide_worked_example() {
+        let t = table(&[
+            (0, F::DEVICE_LOCAL),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED),
+            (0, F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT),
+        ]);
+        let legacy = Policy::HalideLegacy;
+        assert_eq!(list(legacy, &t, Role::Device), [0, 3]);
+        assert_eq!(list(legacy, &t, Role::Upload), [1, 2, 3]);
+        assert_eq!(list(legacy, &t, Role::Readback), [3, 1, 2]);
+        let scalar_args = raw("host_to_device/uncached_coherent/uniform_storage");
+        assert_eq!(legacy.select(&t, &scalar_args, ALL), Ok(1));
+        assert_eq!(list(Policy::Halide, &t, Role::Readback), [2, 1, 3]);
+        assert_eq!(
+            legacy.required_flags(&legacy.request(Role::Readback)),
+            F::HOST_VISIBLE
+        );
+        assert_eq!(
+            legacy.preferred_flags(&legacy.request(Role::Readback)),
+            F::DEVICE_LOCAL | F::HOST_COHERENT
+        );
+        let halide = Policy::Halide;
+        assert_eq!(
+            halide.required_flags(&halide.request(Role::Readback)),
+            F::HOST_VISIBLE | F::HOST_COHERENT
+        );
+        assert_eq!(
+            halide.preferred_flags(&halide.request(Role::Readback)),
+            F::HOST_CACHED | F::HOST_COHERENT
+        );
+        // The second review change: DeviceToHost prefers HOST_CACHED only with default caching.
+        assert_eq!(
+            halide.preferred_flags(&raw("device_to_host/default")),
+            F::HOST_CACHED
+        );
+        assert_eq!(
+            halide.preferred_flags(&raw("device_to_host/uncached")),
+            F::empty()
+        );
+        assert_eq!(
+            legacy.preferred_flags(&raw("device_to_host/default")),
+            F::DEVICE_LOCAL
+        );
+        // Caching adds preferences only when HOST_VISIBLE is required.
+        assert_eq!(
+            legacy.preferred_flags(&raw("host_only/cached")),
+            F::HOST_VISIBLE
+        );
+        assert_eq!(legacy.required_flags(&raw("host_only/cached")), F::empty());
+        assert_eq!(
+            Policy::Vkcopy.required_flags(&raw("host_only/cached")),
+            F::HOST_VISIBLE
+        );
+    }
+
+    #[test]
+    fn picks_on_the_lab_h200() {
+        let t = device("nvidia-h200");
+        let picks = |p| Role::ALL.map(|r| pick(p, &t, r));
+        assert_eq!(picks(Policy::HalideLegacy), [4, 2, 1]);
+        assert_eq!(picks(Policy::Halide), [3, 2, 1]);
+        assert_eq!(picks(Policy::Vkcopy), [3, 2, 1]);
+    }
+
+    #[test]
+    fn candidate_lists_on_the_lab_h200() {
+        let t = device("nvidia-h200");
+        let lists = |p| Role::ALL.map(|r| list(p, &t, r));
+        // readback, upload, device
+        assert_eq!(
+            lists(Policy::HalideLegacy),
+            [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4]]
+        );
+        assert_eq!(
+            lists(Policy::Halide),
+            [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        );
+        assert_eq!(
+            lists(Policy::Vkcopy),
+            [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        );
+    }
+
+    #[test]
+    fn candidate_lists_on_the_rtx4070_without_rebar() {
+        let t = device("nvidia-rtx4070-no-rebar");
+        let lists = |p| Role::ALL.map(|r| list(p, &t, r));
+        assert_eq!(
+            lists(Policy::HalideLegacy),
+            [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4]]
+        );
+        assert_eq!(
+            lists(Policy::Halide),
+            [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        );
+        // Type 4 is on the 246 MiB BAR heap: never a vkcopy candidate.
+        assert_eq!(lists(Policy::Vkcopy), [vec![3, 2], vec![2, 3], vec![1]]);
+    }
+
+    #[test]
+    fn small_bar_types_are_never_vkcopy_candidates() {
+        for (name, bar_types) in [
+            ("nvidia-rtx4070-no-rebar", &[4][..]),
+            ("nvidia-rtx2070-no-rebar", &[4]),
+            ("nvidia-legacy-11-type", &[10]),
+            ("amd-radv-small-bar", &[3, 4, 8]),
+            ("amd-amdvlk-small-bar", &[2, 6]),
+            ("intel-arc-small-bar", &[2]),
+        ] {
+            let t = device(name);
+            for r in every_request() {
+                if let Ok(list) = Policy::Vkcopy.candidates(&t, &r, ALL) {
+                    assert!(
+                        !list.iter().any(|i| bar_types.contains(i)),
+                        "{name} {r}: {list:?}"
+                    );
+                }
+            }
+            // The old rule does put readback staging there.
+            assert!(
+                bar_types.contains(&pick(Policy::HalideLegacy, &t, Role::Readback)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn memory_type_bits_filter_every_policy() {
+        let t = device("nvidia-h200");
+        let no_type_3 = 0x1f & !(1 << 3);
+        let readback = |p: Policy| {
+            p.candidates(&t, &p.request(Role::Readback), no_type_3)
+                .unwrap()
+        };
+        assert_eq!(readback(Policy::Vkcopy), [2, 4]);
+        assert_eq!(readback(Policy::Halide), [2, 4]);
+        assert_eq!(readback(Policy::HalideLegacy), [4, 2]);
+        // The table's own buffer bits apply too.
+        let mut masked = t.clone();
+        masked.buffer_memory_type_bits = no_type_3;
+        assert_eq!(
+            Policy::Vkcopy.select(&masked, &Policy::Vkcopy.request(Role::Readback), ALL),
+            Ok(2)
+        );
+        // Bits beyond the table are ignored, not an error.
+        assert_eq!(pick(Policy::Vkcopy, &t, Role::Device), 1);
+    }
+
+    #[test]
+    fn no_candidate_is_an_error_that_lists_the_types() {
+        let t = device("nvidia-rtx4070-no-rebar");
+        let request = Policy::Vkcopy.request(Role::Device);
+        let e = Policy::Vkcopy.candidates(&t, &request, 1 << 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no memory type for device_only/uncached/transfer_src_dst (policy vkcopy, \
+             memoryTypeBits 0x10, required DEVICE_LOCAL) on NVIDIA GeForce RTX 4070; its types: \
+             type 0: none (heap 1) [not in memoryTypeBits]; \
+             type 1: DEVICE_LOCAL (heap 0) [not in memoryTypeBits]; \
+             type 2: HOST_VISIBLE|HOST_COHERENT (heap 1) [not in memoryTypeBits]; \
+             type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1) [not in memoryTypeBits]; \
+             type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 2) [small BAR heap]"
+        );
+        // Halide would take the BAR type here.
+        assert_eq!(Policy::Halide.select(&t, &request, 1 << 4), Ok(4));
+        assert!(Policy::Halide.select(&t, &request, 0).is_err());
+    }
+
+    #[test]
+    fn vendor_special_types_are_never_vkcopy_candidates() {
+        let special = [
+            F::PROTECTED,
+            F::LAZILY_ALLOCATED,
+            F::DEVICE_COHERENT_AMD | F::DEVICE_UNCACHED_AMD,
+        ];
+        // Vendor-special types first, so that index order alone would pick them.
+        let t = table(&[
+            (0, F::DEVICE_LOCAL | F::PROTECTED),
+            (0, F::DEVICE_LOCAL | F::LAZILY_ALLOCATED),
+            (
+                0,
+                F::DEVICE_LOCAL | F::DEVICE_COHERENT_AMD | F::DEVICE_UNCACHED_AMD,
+            ),
+            (
+                1,
+                F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED | F::DEVICE_COHERENT_AMD,
+            ),
+            (0, F::DEVICE_LOCAL),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED),
+        ]);
+        t.validate("synthetic").unwrap();
+        let is_special = |i: &u32| {
+            special
+                .iter()
+                .any(|s| t.types[*i as usize].flags.intersects(*s))
+        };
+        for r in every_request() {
+            let list = Policy::Vkcopy.candidates(&t, &r, ALL).unwrap();
+            assert!(!list.iter().any(is_special), "{r}: {list:?}");
+        }
+        assert_eq!(list(Policy::Vkcopy, &t, Role::Device), [4]);
+        assert_eq!(list(Policy::Vkcopy, &t, Role::Readback), [6, 5]);
+        // Halide's rules do take them.
+        assert_eq!(pick(Policy::HalideLegacy, &t, Role::Device), 0);
+        assert_eq!(pick(Policy::Halide, &t, Role::Readback), 3);
+        // On RADV the device-coherent copies come last, but the old fallback list still has them.
+        let radv = device("amd-radv-small-bar");
+        assert_eq!(
+            list(Policy::HalideLegacy, &radv, Role::Readback),
+            [3, 8, 2, 5, 7, 9]
+        );
+        assert_eq!(list(Policy::Vkcopy, &radv, Role::Readback), [5, 2]);
+        assert_eq!(list(Policy::Vkcopy, &radv, Role::Upload), [2, 5]);
+        assert_eq!(list(Policy::Vkcopy, &radv, Role::Device), [0]);
+    }
+
+    #[test]
+    fn non_coherent_cached_memory_for_readback_only_under_vkcopy() {
+        for name in [
+            "mali-like",
+            "intel-igpu-non-llc-i915",
+            "turnip-no-cached-coherent",
+        ] {
+            let t = device(name);
+            assert_eq!(list(Policy::Vkcopy, &t, Role::Readback), [1, 0], "{name}");
+            assert_eq!(list(Policy::Halide, &t, Role::Readback), [0], "{name}");
+            // Legacy falls back to non-coherent memory it never invalidates.
+            assert_eq!(
+                list(Policy::HalideLegacy, &t, Role::Readback),
+                [0, 1],
+                "{name}"
+            );
+            assert_eq!(list(Policy::Vkcopy, &t, Role::Upload), [0, 1], "{name}");
+            assert_eq!(pick(Policy::Vkcopy, &t, Role::Device), 0, "{name}");
+        }
+        // Coherence first when the request says so.
+        let t = device("mali-like");
+        assert_eq!(
+            Policy::Vkcopy.select(&t, &raw("device_to_host/cached_coherent"), ALL),
+            Ok(0)
+        );
+        assert_eq!(
+            Policy::Vkcopy.select(&t, &raw("host_to_device/cached"), ALL),
+            Ok(1)
+        );
+    }
+
+    #[test]
+    fn raw_caching_adjusts_the_vkcopy_ranking() {
+        let t = device("nvidia-h200");
+        let sel = |s: &str| Policy::Vkcopy.candidates(&t, &raw(s), ALL).unwrap();
+        assert_eq!(sel("device_to_host/uncached_coherent"), [2, 3, 4]);
+        assert_eq!(sel("device_to_host/default"), [3, 2, 4]);
+        assert_eq!(sel("host_to_device/cached"), [3, 2, 4]);
+        assert_eq!(sel("host_to_device/default"), [2, 3, 4]);
+        assert_eq!(sel("host_only/default"), [3, 2, 4]);
+        assert_eq!(sel("default/default"), [1, 4, 0, 2, 3]);
+        // Host-visible VRAM stays last on a discrete GPU, but not on an integrated one.
+        let mut igpu = t.clone();
+        igpu.device_type = DeviceType::IntegratedGpu;
+        let sel = |s: &str| Policy::Vkcopy.candidates(&igpu, &raw(s), ALL).unwrap();
+        assert_eq!(sel("device_to_host/uncached_coherent"), [2, 4, 3]);
+    }
+
+    #[test]
+    fn ties_go_to_the_driver_order() {
+        let t = table(&[
+            (0, F::DEVICE_LOCAL),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED),
+            (0, F::DEVICE_LOCAL),
+            (1, F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED),
+        ]);
+        for p in Policy::ALL {
+            assert_eq!(list(p, &t, Role::Device), [0, 2], "{p}");
+            assert_eq!(list(p, &t, Role::Readback), [1, 3], "{p}");
+        }
+    }
+
+    #[test]
+    fn single_type_devices_use_type_0_for_everything() {
+        for name in ["lavapipe", "swiftshader", "panvk", "v3dv-raspberry-pi"] {
+            let t = device(name);
+            for p in Policy::ALL {
+                for r in Role::ALL {
+                    assert_eq!(list(p, &t, r), [0], "{name} {p} {r}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Live and total counts of what the runtime creates, and the leak report.
+//!
+//! Plays the role of Halide's `GpuObjectLifetimeTracker`
+//! (`test/common/gpu_object_lifetime_tracker.h`): every create has a matching
+//! destroy, and a case fails when anything it created is still alive.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::memory::policy::Role;
+
+/// One counter: live now, the most ever live, and totals created/destroyed.
+#[derive(Debug, Default)]
+pub struct Counter {
+    live: AtomicU64,
+    peak: AtomicU64,
+    created: AtomicU64,
+    destroyed: AtomicU64,
+}
+
+impl Counter {
+    fn inc(&self) {
+        let now = self.live.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+        self.created.fetch_add(1, Ordering::Relaxed);
+    }
+    fn dec(&self) {
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        self.destroyed.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Alive now.
+    pub fn live(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
+    }
+    /// The most alive at once.
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+    /// Created in total.
+    pub fn created(&self) -> u64 {
+        self.created.load(Ordering::Relaxed)
+    }
+    /// Destroyed in total.
+    pub fn destroyed(&self) -> u64 {
+        self.destroyed.load(Ordering::Relaxed)
+    }
+}
+
+/// Where one allocation landed, for `expect_memory` and reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub role: Role,
+    /// Memory type index in the table the allocator selects from (simulated or real).
+    pub memory_type: u32,
+    /// That type's property flags, e.g. "HOST_VISIBLE|HOST_COHERENT|HOST_CACHED".
+    pub flags: String,
+    pub heap: u32,
+    /// Bytes.
+    pub size: u64,
+    /// Candidates that failed to allocate before this one ("heap full" fallbacks).
+    pub fallbacks: u32,
+}
+
+/// Counters of everything the runtime creates. All counts; bytes where named.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub device_memories: Counter,
+    pub buffers: Counter,
+    pub mappings: Counter,
+    pub command_pools: Counter,
+    pub command_buffers: Counter,
+    pub fences: Counter,
+    /// Device allocations handed to buffers (Halide's "Reserved memory for device region").
+    pub regions: Counter,
+    device_memory_bytes: AtomicU64,
+    device_memory_peak_bytes: AtomicU64,
+    placements: Mutex<Vec<Placement>>,
+}
+
+macro_rules! pair {
+    ($create:ident, $destroy:ident, $field:ident) => {
+        pub(crate) fn $create(&self) {
+            self.$field.inc();
+        }
+        pub(crate) fn $destroy(&self) {
+            self.$field.dec();
+        }
+    };
+}
+
+impl Stats {
+    pair!(buffer_created, buffer_destroyed, buffers);
+    pair!(mapping_created, mapping_destroyed, mappings);
+    pair!(command_pool_created, command_pool_destroyed, command_pools);
+    pair!(
+        command_buffer_created,
+        command_buffer_destroyed,
+        command_buffers
+    );
+    pair!(fence_created, fence_destroyed, fences);
+    pair!(region_created, region_destroyed, regions);
+
+    pub(crate) fn memory_allocated(&self, bytes: u64) {
+        self.device_memories.inc();
+        let now = self.device_memory_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.device_memory_peak_bytes
+            .fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn memory_freed(&self, bytes: u64) {
+        self.device_memories.dec();
+        self.device_memory_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn placed(&self, p: Placement) {
+        if let Ok(mut v) = self.placements.lock() {
+            v.push(p);
+        }
+    }
+
+    /// Bytes of `VkDeviceMemory` alive now.
+    pub fn device_memory_bytes(&self) -> u64 {
+        self.device_memory_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes of `VkDeviceMemory` alive at once.
+    pub fn device_memory_peak_bytes(&self) -> u64 {
+        self.device_memory_peak_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Every allocation's placement so far, oldest first.
+    pub fn placements(&self) -> Vec<Placement> {
+        self.placements
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// What is alive beyond what the context itself keeps (its command pool,
+    /// command buffer and fence). Empty when nothing leaked.
+    pub fn leaks(&self) -> LeakReport {
+        let mut alive = Vec::new();
+        let mut check = |what: &'static str, n: u64, baseline: u64| {
+            if n > baseline {
+                alive.push((what, n - baseline));
+            }
+        };
+        check("device regions", self.regions.live(), 0);
+        check("VkBuffers", self.buffers.live(), 0);
+        check("VkDeviceMemory", self.device_memories.live(), 0);
+        check("mappings", self.mappings.live(), 0);
+        check("command pools", self.command_pools.live(), 1);
+        check("command buffers", self.command_buffers.live(), 1);
+        check("fences", self.fences.live(), 1);
+        LeakReport {
+            alive,
+            bytes: self.device_memory_bytes(),
+        }
+    }
+}
+
+/// What is still alive; see [`Stats::leaks`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeakReport {
+    /// (object kind, count alive).
+    pub alive: Vec<(&'static str, u64)>,
+    /// Bytes of device memory alive.
+    pub bytes: u64,
+}
+
+impl LeakReport {
+    /// Nothing leaked.
+    pub fn is_empty(&self) -> bool {
+        self.alive.is_empty()
+    }
+}
+
+impl std::fmt::Display for LeakReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.alive.is_empty() {
+            return write!(f, "nothing leaked");
+        }
+        let parts: Vec<String> = self
+            .alive
+            .iter()
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect();
+        write!(
+            f,
+            "leaked {} ({} bytes of device memory)",
+            parts.join(", "),
+            self.bytes
+        )
+    }
+}

@@ -1,0 +1,1181 @@
+//! Memory tables: the heaps and memory types of one device, as
+//! `vkGetPhysicalDeviceMemoryProperties` reports them (Vulkan spec, "Device
+//! Memory Properties"), plus the two numbers selection needs besides:
+//! `nonCoherentAtomSize` and the `memoryTypeBits` of a storage/transfer buffer.
+//!
+//! A table comes from the live device or from a recorded YAML file in
+//! `cases/devices/`. The YAML form, with unknown fields rejected:
+//!
+//! ```yaml
+//! name: NVIDIA H200
+//! device_type: discrete_gpu          # cpu | integrated_gpu | discrete_gpu | virtual_gpu | other
+//! non_coherent_atom_size: 64         # bytes
+//! heaps:                             # size in bytes; flags: DEVICE_LOCAL, MULTI_INSTANCE
+//!   - { size: 150754820096, flags: [DEVICE_LOCAL] }
+//!   - { size: 101360599040, flags: [] }
+//! types:                             # in the driver's order: the order is part of the answer
+//!   - { heap: 1, flags: [] }
+//!   - { heap: 0, flags: [DEVICE_LOCAL] }
+//!   - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }
+//!   - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT, HOST_CACHED] }
+//!   - { heap: 0, flags: [DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT] }
+//! buffer_memory_type_bits: 0x1f      # optional, default every type; an integer or a "0x.." string
+//! source: where the numbers come from  # optional free text, not kept in the table
+//! notes: anything else worth knowing   # optional free text, not kept in the table
+//! ```
+//!
+//! Property flag names are those of `VkMemoryPropertyFlagBits` without the
+//! `VK_MEMORY_PROPERTY_` prefix and `_BIT` suffix (see [`property_flags_name`]).
+//! Loading validates the table ([`MemoryTable::validate`]); every error names
+//! the file, the line and column when known, and the entry.
+
+use std::cell::Cell;
+use std::fmt;
+use std::path::Path;
+
+use ash::vk;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_saphyr::{Location, Spanned};
+
+/// Most memory types a device can report (`VK_MAX_MEMORY_TYPES`).
+pub const MAX_MEMORY_TYPES: usize = vk::MAX_MEMORY_TYPES;
+/// Most memory heaps a device can report (`VK_MAX_MEMORY_HEAPS`).
+pub const MAX_MEMORY_HEAPS: usize = vk::MAX_MEMORY_HEAPS;
+/// Largest heap that counts as a small BAR window, in bytes (256 MiB): the
+/// PCIe BAR of a discrete GPU without resizable BAR.
+pub const SMALL_BAR_MAX_SIZE: u64 = 256 << 20;
+/// Largest `nonCoherentAtomSize` the spec allows (Vulkan spec, "Required Limits"), in bytes.
+pub const MAX_NON_COHERENT_ATOM_SIZE: u64 = 256;
+
+/// The property flags a table may name, in the order [`property_flags_name`] writes them.
+const PROPERTY_FLAGS: [(&str, u32); 9] = {
+    use vk::MemoryPropertyFlags as F;
+    [
+        ("DEVICE_LOCAL", F::DEVICE_LOCAL.as_raw()),
+        ("HOST_VISIBLE", F::HOST_VISIBLE.as_raw()),
+        ("HOST_COHERENT", F::HOST_COHERENT.as_raw()),
+        ("HOST_CACHED", F::HOST_CACHED.as_raw()),
+        ("LAZILY_ALLOCATED", F::LAZILY_ALLOCATED.as_raw()),
+        ("PROTECTED", F::PROTECTED.as_raw()),
+        ("DEVICE_COHERENT_AMD", F::DEVICE_COHERENT_AMD.as_raw()),
+        ("DEVICE_UNCACHED_AMD", F::DEVICE_UNCACHED_AMD.as_raw()),
+        ("RDMA_CAPABLE_NV", F::RDMA_CAPABLE_NV.as_raw()),
+    ]
+};
+
+/// The heap flags a table may name, in the order [`heap_flags_name`] writes them.
+const HEAP_FLAGS: [(&str, u32); 2] = [
+    ("DEVICE_LOCAL", vk::MemoryHeapFlags::DEVICE_LOCAL.as_raw()),
+    (
+        "MULTI_INSTANCE",
+        vk::MemoryHeapFlags::MULTI_INSTANCE.as_raw(),
+    ),
+];
+
+/// The kind of device (`VkPhysicalDeviceType`). Selection treats discrete GPUs
+/// apart: only there is DEVICE_LOCAL memory across a bus from the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceType {
+    /// A software rasterizer on the CPU (lavapipe, SwiftShader).
+    Cpu,
+    /// A GPU sharing memory with the CPU.
+    IntegratedGpu,
+    /// A GPU with its own memory across PCIe.
+    DiscreteGpu,
+    /// A GPU behind a virtualization layer.
+    VirtualGpu,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceType {
+    /// The YAML name: `cpu`, `integrated_gpu`, `discrete_gpu`, `virtual_gpu`, `other`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceType::Cpu => "cpu",
+            DeviceType::IntegratedGpu => "integrated_gpu",
+            DeviceType::DiscreteGpu => "discrete_gpu",
+            DeviceType::VirtualGpu => "virtual_gpu",
+            DeviceType::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for DeviceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<vk::PhysicalDeviceType> for DeviceType {
+    /// Values this crate does not know map to [`DeviceType::Other`].
+    fn from(t: vk::PhysicalDeviceType) -> Self {
+        match t {
+            vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+            vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
+            vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
+            vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
+            _ => DeviceType::Other,
+        }
+    }
+}
+
+/// One memory heap (`VkMemoryHeap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryHeap {
+    /// Bytes.
+    pub size: u64,
+    pub flags: vk::MemoryHeapFlags,
+}
+
+/// One memory type (`VkMemoryType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryType {
+    /// Index into [`MemoryTable::heaps`] (`heapIndex`).
+    pub heap: u32,
+    pub flags: vk::MemoryPropertyFlags,
+}
+
+/// The memory heaps and types of one device, live or recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTable {
+    /// Device name, as `VkPhysicalDeviceProperties::deviceName` or a description.
+    pub name: String,
+    pub device_type: DeviceType,
+    /// `VkPhysicalDeviceLimits::nonCoherentAtomSize`, bytes: flush and
+    /// invalidate ranges of non-coherent memory are aligned to it.
+    pub non_coherent_atom_size: u64,
+    pub heaps: Vec<MemoryHeap>,
+    /// In the driver's order: ties in selection go to the lower index.
+    pub types: Vec<MemoryType>,
+    /// `VkMemoryRequirements::memoryTypeBits` of a storage/transfer buffer: the
+    /// types such a buffer may be bound to (VUID-vkBindBufferMemory-memory-01035).
+    pub buffer_memory_type_bits: u32,
+}
+
+/// Where an error is: the file (or other origin) and, when known, the line and
+/// column (1-based). Displays as `origin:line:column` or `origin`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub origin: String,
+    /// `(line, column)`, 1-based.
+    pub position: Option<(u64, u64)>,
+}
+
+impl Place {
+    fn new(origin: &str, at: Option<Location>) -> Self {
+        Place {
+            origin: origin.to_string(),
+            position: at.filter(|l| l.line() > 0).map(|l| (l.line(), l.column())),
+        }
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((line, column)) => write!(f, "{}:{line}:{column}", self.origin),
+            None => f.write_str(&self.origin),
+        }
+    }
+}
+
+/// A memory table that could not be read, parsed or validated. Every message
+/// starts with `origin:line:column: ` (or `origin: ` when no position is known)
+/// and names the entry, e.g. `types[3].heap = 5 but the table has 2 heaps`.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// The file could not be read.
+    #[error("{origin}: cannot read the memory table: {source}")]
+    Read {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not YAML, or not the table's shape (unknown or missing field, wrong type).
+    #[error("{at}: {message}")]
+    Parse { at: Place, message: String },
+    /// Well-formed, but breaks a rule of the Vulkan spec or of this format.
+    #[error("{at}: {message}")]
+    Invalid { at: Place, message: String },
+}
+
+impl TableError {
+    /// Where the error is.
+    pub fn place(&self) -> Option<&Place> {
+        match self {
+            TableError::Read { .. } => None,
+            TableError::Parse { at, .. } | TableError::Invalid { at, .. } => Some(at),
+        }
+    }
+}
+
+/// Flag names joined by `|`, e.g. `HOST_VISIBLE|HOST_COHERENT`; `none` for no
+/// flags. Bits without a name are written in hex (`0x400`); they do not parse back.
+pub fn property_flags_name(f: vk::MemoryPropertyFlags) -> String {
+    flags_name(f.as_raw(), &PROPERTY_FLAGS)
+}
+
+/// The property flag called `name` (e.g. `HOST_CACHED`), as [`property_flags_name`] writes it.
+pub fn parse_property_flag(name: &str) -> Option<vk::MemoryPropertyFlags> {
+    flag_bit(name, &PROPERTY_FLAGS).map(vk::MemoryPropertyFlags::from_raw)
+}
+
+/// Heap flag names joined by `|`; `none` for no flags.
+pub fn heap_flags_name(f: vk::MemoryHeapFlags) -> String {
+    flags_name(f.as_raw(), &HEAP_FLAGS)
+}
+
+/// The heap flag called `name` (`DEVICE_LOCAL` or `MULTI_INSTANCE`).
+pub fn parse_heap_flag(name: &str) -> Option<vk::MemoryHeapFlags> {
+    flag_bit(name, &HEAP_FLAGS).map(vk::MemoryHeapFlags::from_raw)
+}
+
+fn flag_bit(name: &str, table: &[(&str, u32)]) -> Option<u32> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+}
+
+fn flag_names(raw: u32, table: &[(&str, u32)]) -> Vec<String> {
+    let mut names: Vec<String> = table
+        .iter()
+        .filter(|(_, bit)| raw & bit != 0)
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let unnamed = table.iter().fold(raw, |left, (_, bit)| left & !bit);
+    if unnamed != 0 {
+        names.push(format!("{unnamed:#x}"));
+    }
+    names
+}
+
+fn flags_name(raw: u32, table: &[(&str, u32)]) -> String {
+    match flag_names(raw, table) {
+        names if names.is_empty() => "none".to_string(),
+        names => names.join("|"),
+    }
+}
+
+/// The flags as a YAML flow list, e.g. `[HOST_VISIBLE, HOST_COHERENT]`.
+fn flag_list(raw: u32, table: &[(&str, u32)]) -> String {
+    format!("[{}]", flag_names(raw, table).join(", "))
+}
+
+fn valid_names(table: &[(&str, u32)]) -> String {
+    table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
+impl MemoryTable {
+    /// Parses and validates a table in the YAML form of the module docs.
+    /// `origin` (usually the file path) starts every error message.
+    pub fn from_yaml_str(src: &str, origin: &str) -> Result<Self, TableError> {
+        ENTRY.with(|e| e.set(None));
+        let raw: RawTable = serde_saphyr::from_str(src).map_err(|err| {
+            let entry = ENTRY.with(Cell::take);
+            parse_error(origin, &err, entry)
+        })?;
+        raw.into_table(origin)
+    }
+
+    /// Reads, parses and validates a table file; errors name `path`.
+    pub fn from_yaml_file(path: &Path) -> Result<Self, TableError> {
+        let origin = path.display().to_string();
+        let src = std::fs::read_to_string(path).map_err(|source| TableError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        Self::from_yaml_str(&src, &origin)
+    }
+
+    /// The table in the YAML form of the module docs, with the index of each
+    /// type and heap in a comment. [`MemoryTable::from_yaml_str`] reads it back
+    /// to an equal table. `source:` and `notes:` are not part of a table and
+    /// are not written.
+    pub fn to_yaml(&self) -> String {
+        use fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(out, "name: {}", yaml_quote(&self.name));
+        let _ = writeln!(out, "device_type: {}", self.device_type.name());
+        let _ = writeln!(
+            out,
+            "non_coherent_atom_size: {}",
+            self.non_coherent_atom_size
+        );
+        out.push_str("heaps:\n");
+        for (i, h) in self.heaps.iter().enumerate() {
+            let flags = flag_list(h.flags.as_raw(), &HEAP_FLAGS);
+            let _ = writeln!(
+                out,
+                "  - {{ size: {}, flags: {flags} }}  # heap {i}: {} MiB",
+                h.size,
+                h.size >> 20
+            );
+        }
+        out.push_str("types:\n");
+        for (i, t) in self.types.iter().enumerate() {
+            let flags = flag_list(t.flags.as_raw(), &PROPERTY_FLAGS);
+            let _ = writeln!(
+                out,
+                "  - {{ heap: {}, flags: {flags} }}  # type {i}",
+                t.heap
+            );
+        }
+        let _ = writeln!(
+            out,
+            "buffer_memory_type_bits: {:#x}",
+            self.buffer_memory_type_bits
+        );
+        out
+    }
+
+    /// Checks the rules a table must follow; `origin` starts the messages.
+    ///
+    /// From the Vulkan spec ("Device Memory Properties", `VkMemoryPropertyFlagBits`,
+    /// `VkMemoryRequirements`, "Required Limits"): at most 32 types and 16 heaps;
+    /// every heap index in range; a type is DEVICE_LOCAL exactly when its heap
+    /// is; at least one DEVICE_LOCAL type and one HOST_VISIBLE|HOST_COHERENT
+    /// type, and a buffer may use one of the latter; no LAZILY_ALLOCATED or
+    /// PROTECTED type is host-visible; `nonCoherentAtomSize` is a power of two
+    /// of at most 256. From this format: `buffer_memory_type_bits` is non-zero
+    /// and names no type beyond the table; no flag is listed twice.
+    pub fn validate(&self, origin: &str) -> Result<(), TableError> {
+        self.check(origin, &|_| None)
+    }
+
+    fn check(
+        &self,
+        origin: &str,
+        locate: &dyn Fn(Entry) -> Option<Location>,
+    ) -> Result<(), TableError> {
+        use vk::MemoryPropertyFlags as F;
+        let fail = |entry: Entry, message: String| {
+            Err(TableError::Invalid {
+                at: Place::new(origin, locate(entry)),
+                message,
+            })
+        };
+        if self.heaps.is_empty() {
+            return fail(Entry::Heaps, "heaps: the table has no heap".into());
+        }
+        if self.heaps.len() > MAX_MEMORY_HEAPS {
+            return fail(
+                Entry::Heaps,
+                format!(
+                    "heaps: {} heaps, but Vulkan allows at most {MAX_MEMORY_HEAPS} (VK_MAX_MEMORY_HEAPS)",
+                    self.heaps.len()
+                ),
+            );
+        }
+        if self.types.is_empty() {
+            return fail(Entry::Types, "types: the table has no memory type".into());
+        }
+        if self.types.len() > MAX_MEMORY_TYPES {
+            return fail(
+                Entry::Types,
+                format!(
+                    "types: {} types, but Vulkan allows at most {MAX_MEMORY_TYPES} (VK_MAX_MEMORY_TYPES)",
+                    self.types.len()
+                ),
+            );
+        }
+        for (i, t) in self.types.iter().enumerate() {
+            let Some(heap) = self.heaps.get(t.heap as usize) else {
+                return fail(
+                    Entry::TypeHeap(i),
+                    format!(
+                        "types[{i}].heap = {} but the table has {} heaps",
+                        t.heap,
+                        self.heaps.len()
+                    ),
+                );
+            };
+            let type_dl = t.flags.contains(F::DEVICE_LOCAL);
+            let heap_dl = heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL);
+            if type_dl && !heap_dl {
+                return fail(
+                    Entry::Type(i),
+                    format!(
+                        "types[{i}] is DEVICE_LOCAL but its heap {} is not; a type is DEVICE_LOCAL \
+                         exactly when its heap is (Vulkan spec, VkMemoryPropertyFlagBits)",
+                        t.heap
+                    ),
+                );
+            }
+            if heap_dl && !type_dl {
+                return fail(
+                    Entry::Type(i),
+                    format!(
+                        "types[{i}] is on DEVICE_LOCAL heap {} but is not DEVICE_LOCAL; a type is \
+                         DEVICE_LOCAL exactly when its heap is (Vulkan spec, VkMemoryPropertyFlagBits)",
+                        t.heap
+                    ),
+                );
+            }
+            let host = F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED;
+            if t.flags.contains(F::LAZILY_ALLOCATED) && t.flags.contains(F::HOST_VISIBLE) {
+                return fail(
+                    Entry::Type(i),
+                    format!(
+                        "types[{i}] is both LAZILY_ALLOCATED and HOST_VISIBLE, which Vulkan forbids"
+                    ),
+                );
+            }
+            if t.flags.contains(F::PROTECTED) && t.flags.intersects(host) {
+                return fail(
+                    Entry::Type(i),
+                    format!(
+                        "types[{i}] is PROTECTED and {}, which Vulkan forbids",
+                        property_flags_name(t.flags & host)
+                    ),
+                );
+            }
+        }
+        if !self.types.iter().any(|t| t.flags.contains(F::DEVICE_LOCAL)) {
+            return fail(
+                Entry::Types,
+                "types: no DEVICE_LOCAL type; Vulkan requires at least one".into(),
+            );
+        }
+        let hv_hc = F::HOST_VISIBLE | F::HOST_COHERENT;
+        if !self.types.iter().any(|t| t.flags.contains(hv_hc)) {
+            return fail(
+                Entry::Types,
+                "types: no HOST_VISIBLE|HOST_COHERENT type; Vulkan requires at least one".into(),
+            );
+        }
+        let atom = self.non_coherent_atom_size;
+        if !atom.is_power_of_two() || atom > MAX_NON_COHERENT_ATOM_SIZE {
+            return fail(
+                Entry::Atom,
+                format!(
+                    "non_coherent_atom_size = {atom}: must be a power of two of at most \
+                     {MAX_NON_COHERENT_ATOM_SIZE} (Vulkan spec, Required Limits)"
+                ),
+            );
+        }
+        let bits = self.buffer_memory_type_bits;
+        let all = self.all_type_bits();
+        if bits == 0 {
+            return fail(
+                Entry::BufferBits,
+                "buffer_memory_type_bits = 0x0: a buffer must be allowed at least one type".into(),
+            );
+        }
+        if bits & !all != 0 {
+            return fail(
+                Entry::BufferBits,
+                format!(
+                    "buffer_memory_type_bits = {bits:#x} names types beyond the table's {} types \
+                     (at most {all:#x})",
+                    self.types.len()
+                ),
+            );
+        }
+        let buffer_hv_hc = self
+            .types
+            .iter()
+            .enumerate()
+            .any(|(i, t)| bits & (1 << i) != 0 && t.flags.contains(hv_hc));
+        if !buffer_hv_hc {
+            return fail(
+                Entry::BufferBits,
+                format!(
+                    "buffer_memory_type_bits = {bits:#x} allows no HOST_VISIBLE|HOST_COHERENT type; \
+                     Vulkan guarantees a buffer one (VkMemoryRequirements)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `memoryTypeBits` with every type of the table set.
+    pub fn all_type_bits(&self) -> u32 {
+        match self.types.len() {
+            n if n >= 32 => u32::MAX,
+            n => (1u32 << n) - 1,
+        }
+    }
+
+    /// Whether `heap` is the small PCIe BAR window of a discrete GPU without
+    /// resizable BAR: the device is a discrete GPU, the heap is DEVICE_LOCAL
+    /// and at most [`SMALL_BAR_MAX_SIZE`], every type on it is HOST_VISIBLE,
+    /// and another DEVICE_LOCAL heap holds the rest of VRAM. Such a heap is a
+    /// few hundred MiB shared with the driver; vkcopy keeps staging out of it
+    /// (the seed's RTX 4070: 246 MiB, CPU reads at 22 MB/s).
+    pub fn is_small_bar_heap(&self, heap: u32) -> bool {
+        let Some(h) = self.heaps.get(heap as usize) else {
+            return false;
+        };
+        let mut on_heap = self.types.iter().filter(|t| t.heap == heap).peekable();
+        self.device_type == DeviceType::DiscreteGpu
+            && h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)
+            && h.size <= SMALL_BAR_MAX_SIZE
+            && on_heap.peek().is_some()
+            && on_heap.all(|t| t.flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE))
+            && self.heaps.iter().enumerate().any(|(j, o)| {
+                j != heap as usize && o.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)
+            })
+    }
+
+    /// One line about a type, e.g. `type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)`.
+    pub fn describe_type(&self, index: u32) -> String {
+        match self.types.get(index as usize) {
+            Some(t) => format!(
+                "type {index}: {} (heap {})",
+                property_flags_name(t.flags),
+                t.heap
+            ),
+            None => format!(
+                "type {index}: not in the table ({} types)",
+                self.types.len()
+            ),
+        }
+    }
+}
+
+/// A double-quoted YAML scalar.
+fn yaml_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---- parsing --------------------------------------------------------------
+
+/// An entry of a table that an error can point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    Heaps,
+    Types,
+    Type(usize),
+    TypeHeap(usize),
+    Atom,
+    BufferBits,
+}
+
+thread_local! {
+    /// The list entry being parsed (`"types[3]"`), left set when parsing fails
+    /// inside it so that the error can name it. serde gives no path otherwise.
+    static ENTRY: Cell<Option<(&'static str, usize)>> = const { Cell::new(None) };
+}
+
+fn parse_error(
+    origin: &str,
+    err: &serde_saphyr::Error,
+    entry: Option<(&'static str, usize)>,
+) -> TableError {
+    let at = err.location();
+    let mut message = err.render_with_options(serde_saphyr::render_options! {
+        snippets: serde_saphyr::SnippetMode::Off,
+    });
+    // The plain rendering ends with " at line L, column C"; the place leads instead.
+    if let Some(l) = at {
+        let suffix = format!(" at line {}, column {}", l.line(), l.column());
+        if let Some(stripped) = message.strip_suffix(&suffix) {
+            message = stripped.to_string();
+        }
+    }
+    if let Some((list, index)) = entry {
+        message = format!("{list}[{index}]: {message}");
+    }
+    TableError::Parse {
+        at: Place::new(origin, at),
+        message,
+    }
+}
+
+/// The name of the YAML list an entry type sits in, for error messages.
+trait Listed {
+    const LIST: &'static str;
+}
+
+/// A YAML list whose entries, while parsed, are recorded in [`ENTRY`].
+struct Entries<T>(Vec<Spanned<T>>);
+
+impl<'de, T: Deserialize<'de> + Listed> Deserialize<'de> for Entries<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Listed> Visitor<'de> for V<T> {
+            type Value = Entries<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                loop {
+                    ENTRY.with(|e| e.set(Some((T::LIST, items.len()))));
+                    // On error the entry stays set for `parse_error`.
+                    match seq.next_element::<Spanned<T>>()? {
+                        Some(item) => items.push(item),
+                        None => break,
+                    }
+                }
+                ENTRY.with(|e| e.set(None));
+                Ok(Entries(items))
+            }
+        }
+        d.deserialize_seq(V::<T>(std::marker::PhantomData))
+    }
+}
+
+/// `buffer_memory_type_bits`: an integer, or a string `0x..` / decimal.
+struct TypeBits(u32);
+
+impl<'de> Deserialize<'de> for TypeBits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = TypeBits;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a 32-bit mask, e.g. 31 or 0x1f")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<TypeBits, E> {
+                u32::try_from(v)
+                    .map(TypeBits)
+                    .map_err(|_| E::custom(format!("{v:#x} does not fit in 32 bits")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TypeBits, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("{v} is negative")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<TypeBits, E> {
+                let t = v.trim();
+                let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    Some(hex) => u32::from_str_radix(hex, 16),
+                    None => t.parse(),
+                };
+                parsed
+                    .map(TypeBits)
+                    .map_err(|_| E::custom(format!("`{v}` is not a 32-bit mask such as 0x1f")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    name: String,
+    device_type: DeviceType,
+    non_coherent_atom_size: Spanned<u64>,
+    heaps: Spanned<Entries<RawHeap>>,
+    types: Spanned<Entries<RawType>>,
+    #[serde(default)]
+    buffer_memory_type_bits: Option<Spanned<TypeBits>>,
+    #[serde(default)]
+    #[allow(dead_code)] // documentation only
+    source: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)] // documentation only
+    notes: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeap {
+    size: u64,
+    flags: Vec<Spanned<String>>,
+}
+
+impl Listed for RawHeap {
+    const LIST: &'static str = "heaps";
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawType {
+    heap: Spanned<u32>,
+    flags: Vec<Spanned<String>>,
+}
+
+impl Listed for RawType {
+    const LIST: &'static str = "types";
+}
+
+/// Folds named flags into a mask; the error names the entry and the valid names.
+fn parse_flags(
+    origin: &str,
+    entry: &str,
+    kind: &str,
+    names: &[Spanned<String>],
+    table: &[(&str, u32)],
+) -> Result<u32, TableError> {
+    let mut out = 0;
+    let mut seen: Vec<&str> = Vec::new();
+    for n in names {
+        let Some((name, bit)) = table.iter().find(|(name, _)| *name == n.value) else {
+            return Err(TableError::Invalid {
+                at: Place::new(origin, Some(n.referenced)),
+                message: format!(
+                    "{entry}.flags: unknown {kind} flag `{}`; valid names: {}",
+                    n.value,
+                    valid_names(table)
+                ),
+            });
+        };
+        if seen.contains(name) {
+            return Err(TableError::Invalid {
+                at: Place::new(origin, Some(n.referenced)),
+                message: format!("{entry}.flags: {name} is listed twice"),
+            });
+        }
+        seen.push(name);
+        out |= bit;
+    }
+    Ok(out)
+}
+
+impl RawTable {
+    fn into_table(self, origin: &str) -> Result<MemoryTable, TableError> {
+        let mut heaps = Vec::with_capacity(self.heaps.value.0.len());
+        for (i, h) in self.heaps.value.0.iter().enumerate() {
+            let flags = parse_flags(
+                origin,
+                &format!("heaps[{i}]"),
+                "heap",
+                &h.value.flags,
+                &HEAP_FLAGS,
+            )?;
+            heaps.push(MemoryHeap {
+                size: h.value.size,
+                flags: vk::MemoryHeapFlags::from_raw(flags),
+            });
+        }
+        let mut types = Vec::with_capacity(self.types.value.0.len());
+        for (i, t) in self.types.value.0.iter().enumerate() {
+            let flags = parse_flags(
+                origin,
+                &format!("types[{i}]"),
+                "memory property",
+                &t.value.flags,
+                &PROPERTY_FLAGS,
+            )?;
+            types.push(MemoryType {
+                heap: t.value.heap.value,
+                flags: vk::MemoryPropertyFlags::from_raw(flags),
+            });
+        }
+        let mut table = MemoryTable {
+            name: self.name,
+            device_type: self.device_type,
+            non_coherent_atom_size: self.non_coherent_atom_size.value,
+            heaps,
+            types,
+            buffer_memory_type_bits: 0,
+        };
+        table.buffer_memory_type_bits = match &self.buffer_memory_type_bits {
+            Some(b) => b.value.0,
+            None => table.all_type_bits(),
+        };
+        let locate = |e: Entry| -> Option<Location> {
+            Some(match e {
+                Entry::Heaps => self.heaps.referenced,
+                Entry::Types => self.types.referenced,
+                Entry::Type(i) => self.types.value.0.get(i)?.referenced,
+                Entry::TypeHeap(i) => self.types.value.0.get(i)?.value.heap.referenced,
+                Entry::Atom => self.non_coherent_atom_size.referenced,
+                Entry::BufferBits => self.buffer_memory_type_bits.as_ref()?.referenced,
+            })
+        };
+        table.check(origin, &locate)?;
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vk::MemoryPropertyFlags as F;
+
+    fn devices_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases/devices")
+    }
+
+    fn device(name: &str) -> MemoryTable {
+        let path = devices_dir().join(format!("{name}.yaml"));
+        MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A valid table to break in the error tests; `types` replaces the types list.
+    fn with_types(types: &str) -> String {
+        format!(
+            "name: test\n\
+             device_type: discrete_gpu\n\
+             non_coherent_atom_size: 64\n\
+             heaps:\n  - {{ size: 1024, flags: [DEVICE_LOCAL] }}\n  - {{ size: 2048, flags: [] }}\n\
+             types:\n{types}"
+        )
+    }
+
+    fn error(src: &str) -> String {
+        MemoryTable::from_yaml_str(src, "bad.yaml")
+            .expect_err("the table should be rejected")
+            .to_string()
+    }
+
+    #[test]
+    fn every_recorded_table_parses_and_validates() {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(devices_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let table = MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"));
+                table.validate("again").unwrap();
+                names.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        for expected in [
+            "nvidia-h200",
+            "nvidia-rtx4070-no-rebar",
+            "nvidia-rtx2070-no-rebar",
+            "lavapipe",
+            "mali-like",
+            "intel-igpu-non-llc-i915",
+        ] {
+            assert!(
+                names.iter().any(|n| n == expected),
+                "{expected} missing: {names:?}"
+            );
+        }
+        assert_eq!(names.len(), 19, "{names:?}");
+    }
+
+    #[test]
+    fn h200_table_is_the_measured_one() {
+        let t = device("nvidia-h200");
+        assert_eq!(t.name, "NVIDIA H200");
+        assert_eq!(t.device_type, DeviceType::DiscreteGpu);
+        assert_eq!(t.non_coherent_atom_size, 64);
+        assert_eq!(
+            t.heaps,
+            vec![
+                MemoryHeap {
+                    size: 150754820096,
+                    flags: vk::MemoryHeapFlags::DEVICE_LOCAL
+                },
+                MemoryHeap {
+                    size: 101360599040,
+                    flags: vk::MemoryHeapFlags::empty()
+                },
+            ]
+        );
+        let flags: Vec<(u32, F)> = t.types.iter().map(|t| (t.heap, t.flags)).collect();
+        assert_eq!(
+            flags,
+            vec![
+                (1, F::empty()),
+                (0, F::DEVICE_LOCAL),
+                (1, F::HOST_VISIBLE | F::HOST_COHERENT),
+                (1, F::HOST_VISIBLE | F::HOST_COHERENT | F::HOST_CACHED),
+                (0, F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT),
+            ]
+        );
+        assert_eq!(t.buffer_memory_type_bits, 0x1f);
+    }
+
+    #[test]
+    fn buffer_bits_default_to_every_type_and_accept_hex_strings() {
+        let base = with_types(
+            "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n",
+        );
+        assert_eq!(
+            MemoryTable::from_yaml_str(&base, "t")
+                .unwrap()
+                .buffer_memory_type_bits,
+            0b11
+        );
+        for bits in ["0x2", "\"0x2\"", "2", "\"2\""] {
+            let src = format!("{base}buffer_memory_type_bits: {bits}\n");
+            let t = MemoryTable::from_yaml_str(&src, "t").unwrap_or_else(|e| panic!("{bits}: {e}"));
+            assert_eq!(t.buffer_memory_type_bits, 0b10, "{bits}");
+        }
+        let src = format!("{base}buffer_memory_type_bits: \"0xzz\"\n");
+        assert_eq!(
+            error(&src),
+            "bad.yaml:10:26: `0xzz` is not a 32-bit mask such as 0x1f"
+        );
+    }
+
+    #[test]
+    fn unknown_flag_is_located_and_lists_valid_names() {
+        let src = with_types(
+            "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_CACHE] }\n",
+        );
+        assert_eq!(
+            error(&src),
+            "bad.yaml:9:38: types[1].flags: unknown memory property flag `HOST_CACHE`; valid names: \
+             DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT, HOST_CACHED, LAZILY_ALLOCATED, PROTECTED, \
+             DEVICE_COHERENT_AMD, DEVICE_UNCACHED_AMD, RDMA_CAPABLE_NV"
+        );
+        let src = with_types("  - { heap: 0, flags: [DEVICE_LOCAL] }\n")
+            .replace("flags: []", "flags: [HOST]");
+        assert_eq!(
+            error(&src),
+            "bad.yaml:6:27: heaps[1].flags: unknown heap flag `HOST`; valid names: DEVICE_LOCAL, MULTI_INSTANCE"
+        );
+    }
+
+    #[test]
+    fn heap_index_out_of_range_is_located() {
+        let src = with_types(
+            "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 5, flags: [HOST_VISIBLE, HOST_COHERENT] }\n",
+        );
+        assert_eq!(
+            error(&src),
+            "bad.yaml:9:13: types[1].heap = 5 but the table has 2 heaps"
+        );
+        // The same check without a file has no position.
+        let mut t = device("nvidia-h200");
+        t.types[3].heap = 2;
+        assert_eq!(
+            t.validate("h200").unwrap_err().to_string(),
+            "h200: types[3].heap = 2 but the table has 2 heaps"
+        );
+    }
+
+    #[test]
+    fn missing_host_visible_coherent_type_is_located_at_the_list() {
+        let src = with_types(
+            "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_CACHED] }\n",
+        );
+        assert_eq!(
+            error(&src),
+            "bad.yaml:8:3: types: no HOST_VISIBLE|HOST_COHERENT type; Vulkan requires at least one"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_located_and_name_the_entry() {
+        let src = with_types(
+            "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { hep: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n",
+        );
+        assert_eq!(
+            error(&src),
+            "bad.yaml:9:7: types[1]: unknown field `hep`, expected one of heap, flags"
+        );
+        let src = with_types("  - { heap: 0, flags: [DEVICE_LOCAL] }\n").replace(
+            "{ size: 2048, flags: [] }",
+            "{ size: 2048, flags: [], speed: 3 }",
+        );
+        assert_eq!(
+            error(&src),
+            "bad.yaml:6:30: heaps[1]: unknown field `speed`, expected one of size, flags"
+        );
+        let src = format!(
+            "{}vram: 12\n",
+            with_types("  - { heap: 0, flags: [DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT] }\n")
+        );
+        let e = error(&src);
+        assert!(
+            e.starts_with("bad.yaml:9:1: unknown field `vram`, expected one of name,"),
+            "{e}"
+        );
+        // A wrong value inside an entry names the entry too.
+        let src = with_types("  - { heap: -1, flags: [DEVICE_LOCAL] }\n");
+        let e = error(&src);
+        assert!(e.starts_with("bad.yaml:8:13: types[0]: "), "{e}");
+    }
+
+    #[test]
+    fn spec_rules_are_enforced() {
+        let dl = "  - { heap: 0, flags: [DEVICE_LOCAL] }\n";
+        let hv = "  - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n";
+        let cases = [
+            (
+                format!("{dl}  - {{ heap: 1, flags: [DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT] }}\n"),
+                "bad.yaml:9:5: types[1] is DEVICE_LOCAL but its heap 1 is not",
+            ),
+            (
+                format!("  - {{ heap: 0, flags: [] }}\n{hv}"),
+                "bad.yaml:8:5: types[0] is on DEVICE_LOCAL heap 0 but is not DEVICE_LOCAL",
+            ),
+            (
+                format!("{dl}{hv}  - {{ heap: 0, flags: [DEVICE_LOCAL, LAZILY_ALLOCATED, HOST_VISIBLE] }}\n"),
+                "bad.yaml:10:5: types[2] is both LAZILY_ALLOCATED and HOST_VISIBLE",
+            ),
+            (
+                format!("{dl}{hv}  - {{ heap: 1, flags: [PROTECTED, HOST_COHERENT] }}\n"),
+                "bad.yaml:10:5: types[2] is PROTECTED and HOST_COHERENT",
+            ),
+            (
+                hv.to_string(),
+                "bad.yaml:8:3: types: no DEVICE_LOCAL type",
+            ),
+            (
+                format!("{dl}  - {{ heap: 1, flags: [HOST_VISIBLE, HOST_VISIBLE, HOST_COHERENT] }}\n"),
+                "bad.yaml:9:38: types[1].flags: HOST_VISIBLE is listed twice",
+            ),
+        ];
+        for (types, expected) in cases {
+            let e = error(&with_types(&types));
+            assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+        }
+        let ok = with_types(&format!("{dl}{hv}"));
+        let atom = ok.replace("non_coherent_atom_size: 64", "non_coherent_atom_size: 48");
+        assert!(error(&atom)
+            .starts_with("bad.yaml:3:25: non_coherent_atom_size = 48: must be a power of two"));
+        let atom = ok.replace("non_coherent_atom_size: 64", "non_coherent_atom_size: 512");
+        assert!(error(&atom).starts_with("bad.yaml:3:25: non_coherent_atom_size = 512"));
+        assert!(error(&format!("{ok}buffer_memory_type_bits: 0x7\n"))
+            .starts_with("bad.yaml:10:26: buffer_memory_type_bits = 0x7 names types beyond the table's 2 types"));
+        assert!(error(&format!("{ok}buffer_memory_type_bits: 0\n"))
+            .starts_with("bad.yaml:10:26: buffer_memory_type_bits = 0x0"));
+        assert!(error(&format!("{ok}buffer_memory_type_bits: 0x1\n"))
+            .starts_with("bad.yaml:10:26: buffer_memory_type_bits = 0x1 allows no HOST_VISIBLE|HOST_COHERENT type"));
+        let too_many = format!("{dl}{}", hv.repeat(32));
+        assert!(error(&with_types(&too_many))
+            .starts_with("bad.yaml:8:3: types: 33 types, but Vulkan allows at most 32"));
+    }
+
+    #[test]
+    fn syntax_errors_and_missing_files_name_the_origin() {
+        let e = error("name: x\ntypes: [\n");
+        assert!(e.starts_with("bad.yaml:2:8: "), "{e}");
+        let e = error("name: x\ndevice_type: gpu\n");
+        assert!(e.starts_with("bad.yaml:2:14: unknown variant `gpu`"), "{e}");
+        let e = MemoryTable::from_yaml_file(Path::new("/nonexistent/table.yaml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/table.yaml: cannot read"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn to_yaml_round_trips_every_recorded_table() {
+        for entry in std::fs::read_dir(devices_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            let table = MemoryTable::from_yaml_file(&path).unwrap();
+            let yaml = table.to_yaml();
+            let back = MemoryTable::from_yaml_str(&yaml, "round trip")
+                .unwrap_or_else(|e| panic!("{}: {e}\n{yaml}", path.display()));
+            assert_eq!(back, table, "{}", path.display());
+        }
+        let mut odd = device("lavapipe");
+        odd.name = "llvmpipe: \"odd\" # name\\ \t\u{1}".into();
+        odd.heaps[0].flags |= vk::MemoryHeapFlags::MULTI_INSTANCE;
+        let back = MemoryTable::from_yaml_str(&odd.to_yaml(), "odd").unwrap();
+        assert_eq!(back, odd);
+    }
+
+    #[test]
+    fn to_yaml_writes_the_documented_form() {
+        let yaml = device("nvidia-rtx4070-no-rebar").to_yaml();
+        assert!(yaml.starts_with("name: \"NVIDIA GeForce RTX 4070\"\ndevice_type: discrete_gpu\n"));
+        assert!(
+            yaml.contains("  - { size: 257949696, flags: [DEVICE_LOCAL] }  # heap 2: 246 MiB\n")
+        );
+        assert!(yaml.contains(
+            "  - { heap: 2, flags: [DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT] }  # type 4\n"
+        ));
+        assert!(yaml.ends_with("buffer_memory_type_bits: 0x1f\n"));
+    }
+
+    #[test]
+    fn flag_names() {
+        assert_eq!(property_flags_name(F::empty()), "none");
+        assert_eq!(
+            property_flags_name(F::HOST_CACHED | F::HOST_VISIBLE | F::HOST_COHERENT),
+            "HOST_VISIBLE|HOST_COHERENT|HOST_CACHED"
+        );
+        assert_eq!(
+            property_flags_name(F::DEVICE_LOCAL | F::from_raw(0x400)),
+            "DEVICE_LOCAL|0x400"
+        );
+        for (name, bit) in PROPERTY_FLAGS {
+            assert_eq!(parse_property_flag(name), Some(F::from_raw(bit)));
+            assert_eq!(property_flags_name(F::from_raw(bit)), name);
+        }
+        assert_eq!(parse_property_flag("HOST_VISIBLE_BIT"), None);
+        assert_eq!(parse_property_flag("host_visible"), None);
+        assert_eq!(
+            parse_heap_flag("MULTI_INSTANCE"),
+            Some(vk::MemoryHeapFlags::MULTI_INSTANCE)
+        );
+        assert_eq!(heap_flags_name(vk::MemoryHeapFlags::empty()), "none");
+    }
+
+    #[test]
+    fn small_bar_heaps() {
+        let rtx4070 = device("nvidia-rtx4070-no-rebar");
+        assert!(rtx4070.is_small_bar_heap(2));
+        assert!(!rtx4070.is_small_bar_heap(0));
+        assert!(!rtx4070.is_small_bar_heap(1));
+        assert!(!rtx4070.is_small_bar_heap(7));
+        assert!(device("nvidia-rtx2070-no-rebar").is_small_bar_heap(2));
+        assert!(device("amd-radv-small-bar").is_small_bar_heap(2));
+        assert!(device("intel-arc-small-bar").is_small_bar_heap(2));
+        // Whole-VRAM BAR: the host-visible VRAM type shares the big heap.
+        let h200 = device("nvidia-h200");
+        assert!((0..2).all(|h| !h200.is_small_bar_heap(h)));
+        assert!(!device("nvidia-rtx40xx-rebar").is_small_bar_heap(2));
+        assert!(!device("intel-arc-rebar").is_small_bar_heap(0));
+        // Only on a discrete GPU.
+        let mut integrated = rtx4070.clone();
+        integrated.device_type = DeviceType::IntegratedGpu;
+        assert!(!integrated.is_small_bar_heap(2));
+        // Not when a type on the heap is not host-visible.
+        let mut mixed = rtx4070.clone();
+        mixed.types.push(MemoryType {
+            heap: 2,
+            flags: F::DEVICE_LOCAL,
+        });
+        assert!(!mixed.is_small_bar_heap(2));
+        // Not when it is the only DEVICE_LOCAL heap.
+        let mut alone = rtx4070;
+        alone.heaps[0].flags = vk::MemoryHeapFlags::empty();
+        assert!(!alone.is_small_bar_heap(2));
+    }
+
+    #[test]
+    fn describe_type_names_flags_and_heap() {
+        let t = device("nvidia-h200");
+        assert_eq!(
+            t.describe_type(3),
+            "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)"
+        );
+        assert_eq!(t.describe_type(0), "type 0: none (heap 1)");
+        assert_eq!(t.describe_type(5), "type 5: not in the table (5 types)");
+    }
+
+    #[test]
+    fn device_types() {
+        assert_eq!(
+            DeviceType::from(vk::PhysicalDeviceType::CPU),
+            DeviceType::Cpu
+        );
+        assert_eq!(
+            DeviceType::from(vk::PhysicalDeviceType::DISCRETE_GPU),
+            DeviceType::DiscreteGpu
+        );
+        assert_eq!(
+            DeviceType::from(vk::PhysicalDeviceType::INTEGRATED_GPU),
+            DeviceType::IntegratedGpu
+        );
+        assert_eq!(
+            DeviceType::from(vk::PhysicalDeviceType::VIRTUAL_GPU),
+            DeviceType::VirtualGpu
+        );
+        assert_eq!(
+            DeviceType::from(vk::PhysicalDeviceType::from_raw(99)),
+            DeviceType::Other
+        );
+        assert_eq!(DeviceType::IntegratedGpu.to_string(), "integrated_gpu");
+        assert_eq!(device("lavapipe").device_type, DeviceType::Cpu);
+    }
+}

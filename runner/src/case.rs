@@ -1,0 +1,161 @@
+//! The case file format: serde types that mirror the YAML, with unknown fields
+//! rejected. `cases/README.md` documents every field with an example.
+//!
+//! These types are only the parsed text; [`crate::plan`] checks names, shapes
+//! and expressions and turns a case into a plan.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// One YAML case file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    /// What the case checks, in one or two sentences.
+    pub about: String,
+    /// The Halide test this case mirrors, e.g. `test/correctness/device_crop.cpp`.
+    #[serde(default)]
+    pub mirrors: Option<String>,
+    /// What the device must offer; otherwise the case is skipped.
+    #[serde(default)]
+    pub requires: Requires,
+    /// Present this recorded table (a name in `cases/devices/`) to the allocator.
+    #[serde(default)]
+    pub simulate_memory: Option<Spanned<String>>,
+    /// Buffers by name.
+    #[serde(default)]
+    pub buffers: BTreeMap<String, Spanned<BufferSpec>>,
+    /// Runtime steps, in order.
+    #[serde(default)]
+    pub steps: Vec<Spanned<Step>>,
+    /// A memory-type selection check on a recorded table; needs no device.
+    #[serde(default)]
+    pub selection: Option<Spanned<Selection>>,
+}
+
+/// Device requirements of a case.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// Device types the case applies to: cpu, integrated_gpu, discrete_gpu,
+    /// virtual_gpu, other, gpu (integrated or discrete), any. Default: any.
+    #[serde(default)]
+    pub device_types: Vec<String>,
+}
+
+/// A buffer declaration.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    /// Element type: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64.
+    #[serde(rename = "type")]
+    pub elem: String,
+    /// Extent of each dimension, innermost first.
+    pub extent: Vec<i64>,
+    /// Min of each dimension; default 0.
+    #[serde(default)]
+    pub min: Option<Vec<i64>>,
+    /// Stride of each dimension in elements; default dense.
+    #[serde(default)]
+    pub stride: Option<Vec<i64>>,
+    /// Whether the buffer has host memory; default true.
+    #[serde(default = "yes")]
+    pub host: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One step of a case. Each names the buffer it works on.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Writes `value` (an expression of the coordinates) to every element on the host;
+    /// sets `host_dirty`.
+    FillHost { buffer: String, value: String },
+    /// Allocates device memory (zero-filled); dirty bits unchanged.
+    DeviceMalloc(String),
+    /// Frees device memory; clears `device_dirty`.
+    DeviceFree(String),
+    /// Halide's `copy_to_device`.
+    CopyToDevice(String),
+    /// Halide's `copy_to_host`.
+    CopyToHost(String),
+    /// Sets the dirty bits that are given.
+    SetDirty {
+        buffer: String,
+        #[serde(default)]
+        host: Option<bool>,
+        #[serde(default)]
+        device: Option<bool>,
+    },
+    /// Checks every host element against `value`.
+    Expect { buffer: String, value: String },
+    /// Checks the dirty bits and whether a device allocation exists.
+    ExpectFlags {
+        buffer: String,
+        #[serde(default)]
+        host_dirty: Option<bool>,
+        #[serde(default)]
+        device_dirty: Option<bool>,
+        #[serde(default)]
+        has_device: Option<bool>,
+    },
+    /// Runs `step`, which must fail with the named error (`host_is_null`, ...).
+    ExpectError {
+        error: String,
+        step: Box<Spanned<Step>>,
+    },
+    /// Checks where the most recent allocation of a role landed.
+    ExpectMemory {
+        role: String,
+        #[serde(default, rename = "type")]
+        memory_type: Option<u32>,
+        #[serde(default)]
+        flags: Option<Vec<String>>,
+    },
+}
+
+impl Step {
+    /// The step's name as written in YAML.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::FillHost { .. } => "fill_host",
+            Step::DeviceMalloc(_) => "device_malloc",
+            Step::DeviceFree(_) => "device_free",
+            Step::CopyToDevice(_) => "copy_to_device",
+            Step::CopyToHost(_) => "copy_to_host",
+            Step::SetDirty { .. } => "set_dirty",
+            Step::Expect { .. } => "expect",
+            Step::ExpectFlags { .. } => "expect_flags",
+            Step::ExpectError { .. } => "expect_error",
+            Step::ExpectMemory { .. } => "expect_memory",
+        }
+    }
+}
+
+/// A selection case: the type each policy must pick on a recorded table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// A file in `cases/devices/`, without `.yaml`.
+    pub table: String,
+    pub expect: Vec<Spanned<SelectionExpect>>,
+}
+
+/// One request and the memory type index each named policy must pick.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionExpect {
+    /// `readback`, `upload`, `device`, or a raw `visibility/caching` pair.
+    pub request: String,
+    #[serde(default, rename = "halide-legacy")]
+    pub halide_legacy: Option<u32>,
+    #[serde(default)]
+    pub halide: Option<u32>,
+    #[serde(default)]
+    pub vkcopy: Option<u32>,
+}

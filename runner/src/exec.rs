@@ -1,0 +1,327 @@
+//! Runs a plan: selection checks on recorded tables, or runtime steps on a
+//! `vkcopy` context. Every runtime case ends with a leak check and a check that
+//! the validation layer said nothing.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use vkcopy::memory::stats::Placement;
+use vkcopy::{Buffer, Context, ContextOptions};
+
+use crate::plan::{CasePlan, Op, OpKind, PlanKind, RuntimePlan, SelectionPlan};
+
+/// The verdict of one case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// What running a case gave.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Outcome {
+    pub status: Status,
+    /// Why it failed or was skipped; empty on a pass.
+    pub message: String,
+    pub seconds: f64,
+    /// Where the case's allocations landed.
+    pub placements: Vec<PlacementRecord>,
+}
+
+/// A placement as it goes into reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlacementRecord {
+    pub role: String,
+    pub memory_type: u32,
+    pub flags: String,
+    pub heap: u32,
+    pub bytes: u64,
+    pub fallbacks: u32,
+}
+
+impl From<&Placement> for PlacementRecord {
+    fn from(p: &Placement) -> Self {
+        PlacementRecord {
+            role: p.role.to_string(),
+            memory_type: p.memory_type,
+            flags: p.flags.clone(),
+            heap: p.heap,
+            bytes: p.size,
+            fallbacks: p.fallbacks,
+        }
+    }
+}
+
+impl Outcome {
+    fn new(status: Status, message: String, took: Duration) -> Self {
+        Outcome {
+            status,
+            message,
+            seconds: took.as_secs_f64(),
+            placements: Vec::new(),
+        }
+    }
+}
+
+/// Runs `plan`; `options` says which device and policy. A case that needs a device
+/// gets a fresh context of its own.
+pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
+    let start = Instant::now();
+    match &plan.kind {
+        PlanKind::Selection(s) => match check_selection(s) {
+            Ok(()) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
+            Err(m) => Outcome::new(Status::Fail, m, start.elapsed()),
+        },
+        PlanKind::Runtime(r) => {
+            let mut options = options.clone();
+            if r.simulate_memory.is_some() {
+                options.simulate_memory = r.simulate_memory.clone();
+            }
+            let ctx = match Context::new(options) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Outcome::new(
+                        Status::Fail,
+                        format!("cannot create a Vulkan context: {e}"),
+                        start.elapsed(),
+                    )
+                }
+            };
+            if let Some(why) = plan.unmet(ctx.info().device_type) {
+                return Outcome::new(Status::Skip, why, start.elapsed());
+            }
+            let result = run_steps(&ctx, r);
+            let mut problems = Vec::new();
+            if let Err(m) = result {
+                problems.push(m);
+            }
+            let leaks = ctx.stats().leaks();
+            if !leaks.is_empty() {
+                problems.push(format!("leak check: {leaks}"));
+            }
+            let messages = ctx.take_validation_messages();
+            if !messages.is_empty() {
+                problems.push(format!(
+                    "{} validation message(s):\n  {}",
+                    messages.len(),
+                    messages.join("\n  ")
+                ));
+            }
+            let placements = ctx
+                .stats()
+                .placements()
+                .iter()
+                .map(PlacementRecord::from)
+                .collect();
+            let mut out = if problems.is_empty() {
+                Outcome::new(Status::Pass, String::new(), start.elapsed())
+            } else {
+                Outcome::new(Status::Fail, problems.join("\n"), start.elapsed())
+            };
+            out.placements = placements;
+            out
+        }
+    }
+}
+
+/// Checks every expectation of a selection case; lists every mismatch.
+pub fn check_selection(s: &SelectionPlan) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    for c in &s.checks {
+        for &(policy, want) in &c.expect {
+            let request = match (c.role, &c.raw) {
+                (Some(role), _) => policy.request(role),
+                (None, Some(raw)) => *raw,
+                (None, None) => unreachable!("the plan has a role or a raw request"),
+            };
+            let got = policy.select(&s.table, &request, u32::MAX);
+            match got {
+                Ok(t) if t == want => {}
+                Ok(t) => wrong.push(format!(
+                    "line {}: {} under {policy}: picked {}, expected {}",
+                    c.line,
+                    c.request,
+                    s.table.describe_type(t),
+                    s.table.describe_type(want)
+                )),
+                Err(e) => wrong.push(format!(
+                    "line {}: {} under {policy}: {e}; expected type {want}",
+                    c.line, c.request
+                )),
+            }
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} on {}:\n  {}",
+            "selection differs",
+            s.table_name,
+            wrong.join("\n  ")
+        ))
+    }
+}
+
+fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), String> {
+    let mut bufs = Vec::new();
+    for d in &plan.buffers {
+        bufs.push(
+            Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host)
+                .map_err(|e| format!("buffer {}: {e}", d.name))?,
+        );
+    }
+    for op in &plan.ops {
+        step(ctx, &mut bufs, op).map_err(|e| format!("line {}: {e}", op.line))?;
+    }
+    Ok(())
+}
+
+/// Why a step failed: a runtime error (with its name, for `expect_error`) or a failed check.
+enum StepError {
+    Runtime(vkcopy::Error),
+    Check(String),
+}
+
+impl From<vkcopy::Error> for StepError {
+    fn from(e: vkcopy::Error) -> Self {
+        StepError::Runtime(e)
+    }
+}
+
+impl From<String> for StepError {
+    fn from(m: String) -> Self {
+        StepError::Check(m)
+    }
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepError::Runtime(e) => write!(f, "{e}"),
+            StepError::Check(m) => f.write_str(m),
+        }
+    }
+}
+
+fn step(ctx: &Context, bufs: &mut [Buffer], op: &Op) -> Result<(), StepError> {
+    let err = StepError::Runtime;
+    match &op.kind {
+        OpKind::FillHost { buffer, value } => {
+            let f = value.compile();
+            bufs[*buffer].fill(|c| f.eval(c)).map_err(err)
+        }
+        OpKind::DeviceMalloc(b) => ctx.device_malloc(&mut bufs[*b]).map_err(err),
+        OpKind::DeviceFree(b) => ctx.device_free(&mut bufs[*b]).map_err(err),
+        OpKind::CopyToDevice(b) => ctx.copy_to_device(&mut bufs[*b]).map_err(err),
+        OpKind::CopyToHost(b) => ctx.copy_to_host(&mut bufs[*b]).map_err(err),
+        OpKind::SetDirty {
+            buffer,
+            host,
+            device,
+        } => {
+            let b = &mut bufs[*buffer];
+            if let Some(h) = host {
+                b.host_dirty = *h;
+            }
+            if let Some(d) = device {
+                b.device_dirty = *d;
+            }
+            Ok(())
+        }
+        OpKind::Expect { buffer, value } => {
+            let b = &bufs[*buffer];
+            let f = value.compile();
+            let cmp = b.compare(|c| f.eval(c), 5).map_err(err)?;
+            let count = cmp.mismatches;
+            if count == 0 {
+                return Ok(());
+            }
+            let shown: Vec<String> = cmp
+                .first
+                .iter()
+                .map(|m| format!("{:?}: expected {}, got {}", m.coords, m.expected, m.actual))
+                .collect();
+            Err(StepError::Check(format!(
+                "expect {}: {count} of {} elements differ from '{value}'; first: {}",
+                b.name(),
+                b.len(),
+                shown.join("; ")
+            )))
+        }
+        OpKind::ExpectFlags {
+            buffer,
+            host_dirty,
+            device_dirty,
+            has_device,
+        } => {
+            let b = &bufs[*buffer];
+            let mut wrong = Vec::new();
+            let mut check = |what: &str, want: Option<bool>, got: bool| {
+                if let Some(w) = want {
+                    if w != got {
+                        wrong.push(format!("{what} is {got}, expected {w}"));
+                    }
+                }
+            };
+            check("host_dirty", *host_dirty, b.host_dirty);
+            check("device_dirty", *device_dirty, b.device_dirty);
+            check("has_device", *has_device, b.has_device_allocation());
+            if wrong.is_empty() {
+                Ok(())
+            } else {
+                Err(StepError::Check(format!(
+                    "expect_flags {}: {}",
+                    b.name(),
+                    wrong.join(", ")
+                )))
+            }
+        }
+        OpKind::ExpectError { error, op: inner } => match step(ctx, bufs, inner) {
+            Ok(()) => Err(StepError::Check(format!(
+                "expect_error: the step succeeded; expected error {error}"
+            ))),
+            Err(StepError::Runtime(e)) if e.name() == error => Ok(()),
+            Err(e) => Err(StepError::Check(format!(
+                "expect_error: expected {error}, got: {e}"
+            ))),
+        },
+        OpKind::ExpectMemory {
+            role,
+            memory_type,
+            flags,
+        } => {
+            let placements = ctx.stats().placements();
+            let p = placements
+                .iter()
+                .rev()
+                .find(|p| p.role == *role)
+                .ok_or_else(|| format!("expect_memory: no {role} allocation was made"))?;
+            let table = ctx.memory_table();
+            if let Some(t) = memory_type {
+                if p.memory_type != *t {
+                    return Err(StepError::Check(format!(
+                        "expect_memory: {role} landed in {}, expected {} (policy {})",
+                        table.describe_type(p.memory_type),
+                        table.describe_type(*t),
+                        ctx.policy()
+                    )));
+                }
+            }
+            if let Some(want) = flags {
+                let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
+                let got: BTreeSet<&str> = p.flags.split('|').filter(|f| *f != "none").collect();
+                if want != got {
+                    return Err(StepError::Check(format!(
+                        "expect_memory: {role} landed in {}, expected flags {}",
+                        table.describe_type(p.memory_type),
+                        want.into_iter().collect::<Vec<_>>().join("|")
+                    )));
+                }
+            }
+            Ok(())
+        }
+    }
+}

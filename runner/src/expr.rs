@@ -1,0 +1,2030 @@
+//! Integer expressions of element coordinates.
+//!
+//! Cases fill buffers and check their contents with expressions such as
+//! `x + 256*y`. The same [`Expr`] is evaluated on the host and translated to
+//! WGSL ([`Expr::to_wgsl`]) for compute shaders, so the language holds only
+//! what a shader computes directly: integers, no variables, no loops.
+//!
+//! On the host, [`Expr::eval`] is fine for a few values. For whole buffers,
+//! [`Expr::compile`] once, then [`Compiled::eval_row`] along dimension 0 (or
+//! [`Compiled::eval`] per element): affine expressions such as `x + 256*y`
+//! skip the interpreter entirely.
+//!
+//! # Grammar
+//!
+//! ```text
+//! construct               example                       value at x = 3, y = 5
+//! integer literal         42   0xff   1_000_000         42   255   1000000
+//! coordinate              x  y  z  w  d4 .. d15         3    5  (dims 0, 1, 2, 3, 4 .. 15)
+//! arithmetic              x + 256*y - 1                 1282
+//! unary minus             -x                            -3
+//! parentheses             (x + y) * 2                   16
+//! division, modulo        -x / 2   -x % 2               -2   1
+//! comparison              x < y   x == y   x != y       1    0    1
+//! chained comparison      1 <= x < 3                    0    (1 <= x and x < 3)
+//! logic                   x > 0 and not y == 5          0
+//!                         x == 0 or y == 5              1
+//! conditional             7 if x < y else 0             7
+//! functions               min(x, y)   max(x, y)         3    5
+//!                         clamp(x * y, 0, 10)           10
+//!                         abs(x - y)                    2
+//!                         select(x < y, 1, 2)           1
+//! ```
+//!
+//! Literals are decimal or `0x` hex, with `_` allowed between digits; there are
+//! no floating-point numbers. Coordinates past the ones given to `eval` are 0.
+//!
+//! Precedence, loosest first, as in Python:
+//!
+//! ```text
+//! A if C else B             1 if c else 2 if d else 3  is  1 if c else (2 if d else 3)
+//! or
+//! and                       a or b and c               is  a or (b and c)
+//! not                       not x < 3                  is  not (x < 3)
+//! < <= > >= == !=           chainable: 40 <= x < 56    is  40 <= x and x < 56
+//! + -                       left to right
+//! * / %                     left to right
+//! - (unary)                 -7 / 2                     is  (-7) / 2 == -4
+//! literal, coordinate, f(...), (...)
+//! ```
+//!
+//! # Semantics
+//!
+//! - Arithmetic is on `i64` and wraps on overflow, as two's complement does.
+//! - `/` and `%` are Halide's: Euclidean, so the remainder is never negative and
+//!   `a == (a / b) * b + a % b` with `0 <= a % b < |b|`. For a positive divisor
+//!   this rounds toward negative infinity. Division by zero is defined, as in
+//!   Halide: `x / 0 == 0` and `x % 0 == 0`. Examples: `-7 / 2 == -4`,
+//!   `-7 % 2 == 1`, `7 / -2 == -3`, `7 % -2 == 1`.
+//! - Comparisons, `and`, `or` and `not` give 1 or 0; any non-zero value is
+//!   true. Both sides are always evaluated (nothing has side effects).
+//! - `A if C else B` and `select(C, A, B)` are A when C is non-zero, else B.
+//! - `clamp(v, lo, hi)` is Halide's `max(min(v, hi), lo)`: `lo` when `lo > hi`.
+//! - `abs` wraps: `abs(-9223372036854775808)` is itself.
+//!
+//! # WGSL
+//!
+//! [`Expr::to_wgsl`] computes in `i32`, with the functions of
+//! [`Expr::wgsl_prelude`] for division and modulo. It agrees with the host
+//! whenever every value fits in `i32`. Constant subexpressions are folded on the
+//! host in `i64` first, and the remaining literals keep their low 32 bits.
+//!
+//! # Limits
+//!
+//! Parentheses and argument lists nest at most 256 deep, so hostile input gives
+//! an error rather than exhausting the stack; operator chains, `else` chains,
+//! `not`s and unary minuses are loops and may be any length. An expression may
+//! not expand to more than 2^20 operations in WGSL, where chained comparisons
+//! repeat their middle operand.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Coordinates: `x, y, z, w, d4 .. d15`.
+pub const MAX_DIMS: usize = 16;
+
+/// How deep parentheses and argument lists may nest: the parser recurses once
+/// per level.
+const MAX_NESTING: usize = 256;
+
+/// Operations an expression may expand to once chained comparisons repeat
+/// their middle operands, as they do in WGSL. Only hostile input gets close.
+const MAX_EXPANDED: u64 = 1 << 20;
+
+/// Stack slots evaluation keeps on the native stack; deeper expressions use
+/// the heap.
+const INLINE_STACK: usize = 16;
+
+const COORDINATES: &str = "coordinates are x, y, z, w, d4..d15";
+const FUNCTIONS: &str = "functions are min, max, clamp, abs, select";
+const KEYWORDS: [&str; 5] = ["and", "or", "not", "if", "else"];
+
+/// Why an expression did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExprError {
+    /// Byte offset of the problem in the source.
+    pub offset: usize,
+    pub message: String,
+}
+
+impl ExprError {
+    fn new(offset: usize, message: impl Into<String>) -> Self {
+        ExprError {
+            offset,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "column {}: {}", self.offset + 1, self.message)
+    }
+}
+
+impl std::error::Error for ExprError {}
+
+/// A parsed expression; see the [module documentation](self) for the language.
+///
+/// Held as postfix operations, so that evaluation, translation and drop never
+/// recurse however long the expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expr {
+    source: String,
+    ops: Vec<Op>,
+    /// Stack slots `ops` need.
+    stack: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    fn test(self, a: i64, b: i64) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Min,
+    Max,
+    And,
+    Or,
+}
+
+impl Bin {
+    #[inline(always)]
+    fn apply(self, a: i64, b: i64) -> i64 {
+        match self {
+            Bin::Add => a.wrapping_add(b),
+            Bin::Sub => a.wrapping_sub(b),
+            Bin::Mul => a.wrapping_mul(b),
+            Bin::Div => div(a, b),
+            Bin::Mod => rem(a, b),
+            Bin::Min => a.min(b),
+            Bin::Max => a.max(b),
+            Bin::And => i64::from(a != 0 && b != 0),
+            Bin::Or => i64::from(a != 0 || b != 0),
+        }
+    }
+}
+
+/// Halide's division: Euclidean, and zero for a zero divisor.
+fn div(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        0
+    } else {
+        a.wrapping_div_euclid(b)
+    }
+}
+
+/// Halide's modulo: never negative, and zero for a zero divisor.
+fn rem(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        0
+    } else {
+        a.wrapping_rem_euclid(b)
+    }
+}
+
+/// One postfix operation. Operands are popped right first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Lit(i64),
+    Coord(usize),
+    Neg,
+    Not,
+    Abs,
+    Bin(Bin),
+    Cmp(Cmp),
+    /// A link of a comparison chain other than the last: pops `b`, `a`; pushes
+    /// `a op b`, then `b` again for the next link.
+    CmpKeep(Cmp),
+    /// Pops `hi`, `lo`, `v`.
+    Clamp,
+    /// Pops `b`, `a`, `cond`.
+    Select,
+}
+
+impl Op {
+    /// Values popped and pushed.
+    fn arity(self) -> (usize, usize) {
+        match self {
+            Op::Lit(_) | Op::Coord(_) => (0, 1),
+            Op::Neg | Op::Not | Op::Abs => (1, 1),
+            Op::Bin(_) | Op::Cmp(_) => (2, 1),
+            Op::CmpKeep(_) => (2, 2),
+            Op::Clamp | Op::Select => (3, 1),
+        }
+    }
+}
+
+/// Runs `ops`, leaving their results at the bottom of `stack`; returns how many
+/// there are. The parser checked that `stack` is deep enough.
+#[inline(always)]
+fn exec(ops: &[Op], coords: &[i64], stack: &mut [i64]) -> usize {
+    let mut sp = 0;
+    for &op in ops {
+        match op {
+            Op::Lit(v) => {
+                stack[sp] = v;
+                sp += 1;
+            }
+            Op::Coord(d) => {
+                stack[sp] = coords.get(d).copied().unwrap_or(0);
+                sp += 1;
+            }
+            Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
+            Op::Not => stack[sp - 1] = i64::from(stack[sp - 1] == 0),
+            Op::Abs => stack[sp - 1] = stack[sp - 1].wrapping_abs(),
+            Op::Bin(bin) => {
+                sp -= 1;
+                stack[sp - 1] = bin.apply(stack[sp - 1], stack[sp]);
+            }
+            Op::Cmp(cmp) => {
+                sp -= 1;
+                stack[sp - 1] = i64::from(cmp.test(stack[sp - 1], stack[sp]));
+            }
+            Op::CmpKeep(cmp) => {
+                stack[sp - 2] = i64::from(cmp.test(stack[sp - 2], stack[sp - 1]));
+            }
+            Op::Clamp => {
+                sp -= 2;
+                stack[sp - 1] = stack[sp - 1].min(stack[sp + 1]).max(stack[sp]);
+            }
+            Op::Select => {
+                sp -= 2;
+                stack[sp - 1] = if stack[sp - 1] != 0 {
+                    stack[sp]
+                } else {
+                    stack[sp + 1]
+                };
+            }
+        }
+    }
+    sp
+}
+
+/// Evaluates `ops`, which need `depth` stack slots, without allocating unless
+/// they need more than [`INLINE_STACK`].
+#[inline]
+fn run(ops: &[Op], depth: usize, coords: &[i64]) -> i64 {
+    if depth <= INLINE_STACK {
+        let mut stack = [0; INLINE_STACK];
+        exec(ops, coords, &mut stack);
+        stack[0]
+    } else {
+        let mut stack = vec![0; depth];
+        exec(ops, coords, &mut stack);
+        stack[0]
+    }
+}
+
+impl Expr {
+    /// Parses `src`; the error gives the byte offset of the problem.
+    pub fn parse(src: &str) -> Result<Expr, ExprError> {
+        let mut parser = Parser {
+            src,
+            tokens: lex(src)?,
+            pos: 0,
+            ops: Vec::new(),
+            depth: 0,
+        };
+        parser.expr()?;
+        let t = parser.peek();
+        match t.kind {
+            Tok::End => {}
+            Tok::RParen => return Err(ExprError::new(t.offset, "unmatched ')'")),
+            _ => {
+                return Err(ExprError::new(
+                    t.offset,
+                    format!("expected an operator, found {}", parser.found(t)),
+                ))
+            }
+        }
+        let ops = fold(parser.ops);
+        let (stack, expanded) = measure(&ops);
+        if expanded > MAX_EXPANDED {
+            return Err(ExprError::new(0, "expression too large"));
+        }
+        Ok(Expr {
+            source: src.to_owned(),
+            ops,
+            stack,
+        })
+    }
+
+    /// The expression `v`.
+    pub fn constant(v: i64) -> Expr {
+        Expr {
+            source: v.to_string(),
+            ops: vec![Op::Lit(v)],
+            stack: 1,
+        }
+    }
+
+    /// The value at `coords`, where `coords[d]` is coordinate `d`; coordinates
+    /// past the end of `coords` are 0. Allocation-free for any realistic
+    /// expression; use [`Expr::compile`] for many elements.
+    pub fn eval(&self, coords: &[i64]) -> i64 {
+        run(&self.ops, self.stack, coords)
+    }
+
+    /// Prepares the expression for evaluation over a whole buffer.
+    pub fn compile(&self) -> Compiled {
+        let kind = if let Some(v) = self.is_constant() {
+            Kind::Constant(v)
+        } else if let Some((coefs, offset)) = affine(&self.ops) {
+            Kind::Affine { coefs, offset }
+        } else {
+            Kind::Ops {
+                ops: self.ops.clone(),
+                stack: self.stack,
+            }
+        };
+        Compiled { kind }
+    }
+
+    /// The highest coordinate used (0 for `x`), or `None` if none is.
+    pub fn max_dim(&self) -> Option<usize> {
+        self.ops
+            .iter()
+            .filter_map(|op| match *op {
+                Op::Coord(d) => Some(d),
+                _ => None,
+            })
+            .max()
+    }
+
+    /// The value, if the expression uses no coordinate.
+    pub fn is_constant(&self) -> Option<i64> {
+        // Folding leaves an expression without coordinates as one literal.
+        match self.ops[..] {
+            [Op::Lit(v)] => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A WGSL `i32` expression computing this one, parenthesized when it is not
+    /// a single term. `coord(d)` gives the WGSL `i32` expression of coordinate
+    /// `d`. Needs [`Expr::wgsl_prelude`] in the shader.
+    pub fn to_wgsl(&self, coord: &dyn Fn(usize) -> String) -> String {
+        let mut stack: Vec<Wgsl> = Vec::with_capacity(self.stack);
+        fn pop(stack: &mut Vec<Wgsl>) -> Wgsl {
+            stack.pop().unwrap_or_else(|| Wgsl::literal(0))
+        }
+        for &op in &self.ops {
+            match op {
+                Op::Lit(v) => stack.push(Wgsl::literal(v)),
+                Op::Coord(d) => {
+                    let text = coord(d);
+                    let atomic = !text.is_empty()
+                        && text.chars().all(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']')
+                        });
+                    stack.push(Wgsl {
+                        text,
+                        boolean: false,
+                        atomic,
+                    });
+                }
+                Op::Neg => {
+                    let a = pop(&mut stack).into_int();
+                    stack.push(Wgsl::arith(format!("-{}", a.operand())));
+                }
+                Op::Not => {
+                    let a = pop(&mut stack);
+                    stack.push(if a.boolean {
+                        Wgsl::boolean(format!("!{}", a.operand()))
+                    } else {
+                        Wgsl::boolean(format!("{} == 0i", a.operand()))
+                    });
+                }
+                Op::Abs => {
+                    let a = pop(&mut stack).into_int();
+                    stack.push(Wgsl::call(format!("abs({})", a.text)));
+                }
+                Op::Bin(bin) => {
+                    let b = pop(&mut stack);
+                    let a = pop(&mut stack);
+                    stack.push(match bin {
+                        Bin::And | Bin::Or => {
+                            let symbol = if bin == Bin::And { "&&" } else { "||" };
+                            let (a, b) = (a.into_bool(), b.into_bool());
+                            Wgsl::boolean(format!("{} {symbol} {}", a.operand(), b.operand()))
+                        }
+                        Bin::Add | Bin::Sub | Bin::Mul => {
+                            let symbol = match bin {
+                                Bin::Add => "+",
+                                Bin::Sub => "-",
+                                _ => "*",
+                            };
+                            let (a, b) = (a.into_int(), b.into_int());
+                            Wgsl::arith(format!("{} {symbol} {}", a.operand(), b.operand()))
+                        }
+                        Bin::Div | Bin::Mod | Bin::Min | Bin::Max => {
+                            let name = match bin {
+                                Bin::Div => "hl_div",
+                                Bin::Mod => "hl_mod",
+                                Bin::Min => "min",
+                                _ => "max",
+                            };
+                            let (a, b) = (a.into_int(), b.into_int());
+                            Wgsl::call(format!("{name}({}, {})", a.text, b.text))
+                        }
+                    });
+                }
+                Op::Cmp(cmp) | Op::CmpKeep(cmp) => {
+                    let b = pop(&mut stack).into_int();
+                    let a = pop(&mut stack).into_int();
+                    stack.push(Wgsl::boolean(format!(
+                        "{} {} {}",
+                        a.operand(),
+                        cmp.symbol(),
+                        b.operand()
+                    )));
+                    // WGSL has no chains: the next link repeats the operand.
+                    if let Op::CmpKeep(_) = op {
+                        stack.push(b);
+                    }
+                }
+                Op::Clamp => {
+                    let hi = pop(&mut stack).into_int();
+                    let lo = pop(&mut stack).into_int();
+                    let v = pop(&mut stack).into_int();
+                    // Not WGSL's clamp, which is min(max(v, lo), hi) and rejects
+                    // constant lo > hi.
+                    stack.push(Wgsl::call(format!(
+                        "max(min({}, {}), {})",
+                        v.text, hi.text, lo.text
+                    )));
+                }
+                Op::Select => {
+                    let b = pop(&mut stack).into_int();
+                    let a = pop(&mut stack).into_int();
+                    let cond = pop(&mut stack).into_bool();
+                    stack.push(Wgsl::call(format!(
+                        "select({}, {}, {})",
+                        b.text, a.text, cond.text
+                    )));
+                }
+            }
+        }
+        pop(&mut stack).into_int().operand()
+    }
+
+    /// WGSL functions [`Expr::to_wgsl`] calls: `hl_div` and `hl_mod`, Halide's
+    /// division and modulo on `i32`.
+    pub fn wgsl_prelude() -> &'static str {
+        WGSL_PRELUDE
+    }
+
+    /// The text the expression was parsed from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+impl FromStr for Expr {
+    type Err = ExprError;
+
+    fn from_str(src: &str) -> Result<Expr, ExprError> {
+        Expr::parse(src)
+    }
+}
+
+impl TryFrom<&str> for Expr {
+    type Error = ExprError;
+
+    fn try_from(src: &str) -> Result<Expr, ExprError> {
+        Expr::parse(src)
+    }
+}
+
+impl TryFrom<String> for Expr {
+    type Error = ExprError;
+
+    fn try_from(src: String) -> Result<Expr, ExprError> {
+        Expr::parse(&src)
+    }
+}
+
+/// An [`Expr`] prepared for evaluation over many elements.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    kind: Kind,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Constant(i64),
+    /// `offset + coefs[0]*x + coefs[1]*y + ...`: most fill patterns, evaluated
+    /// without dispatching on operations.
+    Affine {
+        coefs: Vec<i64>,
+        offset: i64,
+    },
+    Ops {
+        ops: Vec<Op>,
+        stack: usize,
+    },
+}
+
+impl Compiled {
+    /// Same as [`Expr::eval`], and allocation-free.
+    #[inline]
+    pub fn eval(&self, coords: &[i64]) -> i64 {
+        match &self.kind {
+            Kind::Constant(v) => *v,
+            // Zip stops at the shorter: missing coordinates are 0.
+            Kind::Affine { coefs, offset } => coefs
+                .iter()
+                .zip(coords)
+                .fold(*offset, |acc, (&k, &c)| acc.wrapping_add(k.wrapping_mul(c))),
+            Kind::Ops { ops, stack } => run(ops, *stack, coords),
+        }
+    }
+
+    /// Values along dimension 0: `out[i]` is the value at `coords` with
+    /// coordinate 0 advanced by `i` (from 0 if `coords` is empty). Several
+    /// times faster than [`Compiled::eval`] per element for non-affine
+    /// expressions, since each operation runs over many elements at once.
+    pub fn eval_row(&self, coords: &[i64], out: &mut [i64]) {
+        let x0 = coords.first().copied().unwrap_or(0);
+        match &self.kind {
+            Kind::Constant(v) => out.fill(*v),
+            Kind::Affine { coefs, .. } => {
+                let step = coefs.first().copied().unwrap_or(0);
+                let mut v = self.eval(coords);
+                for o in out {
+                    *o = v;
+                    v = v.wrapping_add(step);
+                }
+            }
+            // Too short to pay for setting up the lanes.
+            Kind::Ops { ops, stack } if out.len() < LANES / 4 => {
+                // Coordinates past MAX_DIMS are never used.
+                let mut at = [0; MAX_DIMS];
+                let n = coords.len().min(MAX_DIMS);
+                at[..n].copy_from_slice(&coords[..n]);
+                for (i, o) in out.iter_mut().enumerate() {
+                    at[0] = x0.wrapping_add(i as i64);
+                    *o = run(ops, *stack, &at);
+                }
+            }
+            Kind::Ops { ops, stack } => {
+                let mut inline = [[0; LANES]; INLINE_LANE_STACK];
+                let mut heap = Vec::new();
+                let lanes: &mut [Lanes] = if *stack <= INLINE_LANE_STACK {
+                    &mut inline
+                } else {
+                    heap.resize(*stack, [0; LANES]);
+                    &mut heap
+                };
+                for (chunk, out) in out.chunks_mut(LANES).enumerate() {
+                    let x = x0.wrapping_add((chunk * LANES) as i64);
+                    exec_lanes(ops, coords, x, lanes);
+                    out.copy_from_slice(&lanes[0][..out.len()]);
+                }
+            }
+        }
+    }
+}
+
+/// Elements [`Compiled::eval_row`] computes per operation.
+const LANES: usize = 64;
+
+/// Lane stack slots kept on the native stack (4 KiB).
+const INLINE_LANE_STACK: usize = 8;
+
+type Lanes = [i64; LANES];
+
+/// [`exec`] over [`LANES`] elements whose coordinate 0 is `x0, x0 + 1, ...`.
+fn exec_lanes(ops: &[Op], coords: &[i64], x0: i64, stack: &mut [Lanes]) {
+    let mut sp = 0;
+    for &op in ops {
+        match op {
+            Op::Lit(v) => {
+                stack[sp] = [v; LANES];
+                sp += 1;
+            }
+            Op::Coord(0) => {
+                for (i, v) in stack[sp].iter_mut().enumerate() {
+                    *v = x0.wrapping_add(i as i64);
+                }
+                sp += 1;
+            }
+            Op::Coord(d) => {
+                stack[sp] = [coords.get(d).copied().unwrap_or(0); LANES];
+                sp += 1;
+            }
+            Op::Neg => map1(&mut stack[sp - 1], i64::wrapping_neg),
+            Op::Not => map1(&mut stack[sp - 1], |a| i64::from(a == 0)),
+            Op::Abs => map1(&mut stack[sp - 1], i64::wrapping_abs),
+            Op::Bin(bin) => {
+                sp -= 1;
+                let (a, b) = pair(stack, sp - 1);
+                match bin {
+                    Bin::Add => map2(a, b, i64::wrapping_add),
+                    Bin::Sub => map2(a, b, i64::wrapping_sub),
+                    Bin::Mul => map2(a, b, i64::wrapping_mul),
+                    Bin::Div => map2(a, b, div),
+                    Bin::Mod => map2(a, b, rem),
+                    Bin::Min => map2(a, b, i64::min),
+                    Bin::Max => map2(a, b, i64::max),
+                    Bin::And => map2(a, b, |a, b| i64::from(a != 0 && b != 0)),
+                    Bin::Or => map2(a, b, |a, b| i64::from(a != 0 || b != 0)),
+                }
+            }
+            Op::Cmp(cmp) => {
+                sp -= 1;
+                let (a, b) = pair(stack, sp - 1);
+                compare(cmp, a, b);
+            }
+            Op::CmpKeep(cmp) => {
+                let (a, b) = pair(stack, sp - 2);
+                compare(cmp, a, b);
+            }
+            Op::Clamp => {
+                sp -= 2;
+                let (v, rest) = stack[sp - 1..].split_at_mut(1);
+                for ((v, lo), hi) in v[0].iter_mut().zip(&rest[0]).zip(&rest[1]) {
+                    *v = (*v).min(*hi).max(*lo);
+                }
+            }
+            Op::Select => {
+                sp -= 2;
+                let (c, rest) = stack[sp - 1..].split_at_mut(1);
+                for ((c, a), b) in c[0].iter_mut().zip(&rest[0]).zip(&rest[1]) {
+                    *c = if *c != 0 { *a } else { *b };
+                }
+            }
+        }
+    }
+}
+
+/// Slot `i` mutably and slot `i + 1`.
+#[inline(always)]
+fn pair(stack: &mut [Lanes], i: usize) -> (&mut Lanes, &Lanes) {
+    let (a, b) = stack[i..].split_at_mut(1);
+    (&mut a[0], &b[0])
+}
+
+#[inline(always)]
+fn map1(a: &mut Lanes, f: impl Fn(i64) -> i64) {
+    for a in a {
+        *a = f(*a);
+    }
+}
+
+#[inline(always)]
+fn map2(a: &mut Lanes, b: &Lanes, f: impl Fn(i64, i64) -> i64) {
+    for (a, b) in a.iter_mut().zip(b) {
+        *a = f(*a, *b);
+    }
+}
+
+fn compare(cmp: Cmp, a: &mut Lanes, b: &Lanes) {
+    match cmp {
+        Cmp::Lt => map2(a, b, |a, b| i64::from(a < b)),
+        Cmp::Le => map2(a, b, |a, b| i64::from(a <= b)),
+        Cmp::Gt => map2(a, b, |a, b| i64::from(a > b)),
+        Cmp::Ge => map2(a, b, |a, b| i64::from(a >= b)),
+        Cmp::Eq => map2(a, b, |a, b| i64::from(a == b)),
+        Cmp::Ne => map2(a, b, |a, b| i64::from(a != b)),
+    }
+}
+
+/// The affine form of `ops`, if they are one: coefficients up to the last
+/// coordinate used, and the constant. Exact under wrapping, since wrapping
+/// `+ - *` are ring operations on integers modulo 2^64.
+fn affine(ops: &[Op]) -> Option<(Vec<i64>, i64)> {
+    // Slot MAX_DIMS holds the constant.
+    type Form = [i64; MAX_DIMS + 1];
+    let is_constant = |f: &Form| f[..MAX_DIMS].iter().all(|&k| k == 0);
+    let mut stack: Vec<Form> = Vec::new();
+    for &op in ops {
+        match op {
+            Op::Lit(v) => {
+                let mut f = [0; MAX_DIMS + 1];
+                f[MAX_DIMS] = v;
+                stack.push(f);
+            }
+            Op::Coord(d) => {
+                let mut f = [0; MAX_DIMS + 1];
+                *f.get_mut(d)? = 1;
+                stack.push(f);
+            }
+            Op::Neg => {
+                let f = stack.last_mut()?;
+                *f = f.map(i64::wrapping_neg);
+            }
+            Op::Bin(bin @ (Bin::Add | Bin::Sub | Bin::Mul)) => {
+                let b = stack.pop()?;
+                let a = stack.last_mut()?;
+                match bin {
+                    Bin::Add => a
+                        .iter_mut()
+                        .zip(b)
+                        .for_each(|(a, b)| *a = a.wrapping_add(b)),
+                    Bin::Sub => a
+                        .iter_mut()
+                        .zip(b)
+                        .for_each(|(a, b)| *a = a.wrapping_sub(b)),
+                    _ => {
+                        let (form, k) = if is_constant(&b) {
+                            (*a, b[MAX_DIMS])
+                        } else if is_constant(a) {
+                            (b, a[MAX_DIMS])
+                        } else {
+                            return None;
+                        };
+                        *a = form.map(|c| c.wrapping_mul(k));
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    let f = stack.pop()?;
+    let used = f[..MAX_DIMS]
+        .iter()
+        .rposition(|&k| k != 0)
+        .map_or(0, |d| d + 1);
+    Some((f[..used].to_vec(), f[MAX_DIMS]))
+}
+
+/// Replaces every operation whose operands are all literals by its result, so
+/// constants cost nothing per element and WGSL never sees constant arithmetic
+/// (which shader compilers evaluate strictly, rejecting overflow).
+fn fold(ops: Vec<Op>) -> Vec<Op> {
+    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
+    // Per stack slot: whether it is a literal that is its own op at the end of `out`.
+    let mut literal: Vec<bool> = Vec::new();
+    for op in ops {
+        let (pops, pushes) = op.arity();
+        let base = literal.len().saturating_sub(pops);
+        if pops > 0 && literal[base..].iter().all(|&l| l) {
+            let mut code = out.split_off(out.len().saturating_sub(pops));
+            code.push(op);
+            let mut stack = [0; 4];
+            let n = exec(&code, &[], &mut stack);
+            out.extend(stack[..n].iter().map(|&v| Op::Lit(v)));
+            literal.truncate(base);
+            literal.extend(std::iter::repeat_n(true, n));
+        } else {
+            out.push(op);
+            literal.truncate(base);
+            literal.push(matches!(op, Op::Lit(_)));
+            // The operand CmpKeep pushes back shares code with its result.
+            literal.extend(std::iter::repeat_n(false, pushes - 1));
+        }
+    }
+    out
+}
+
+/// The stack slots `ops` need, and their size with chained comparisons
+/// expanded (middle operands twice).
+fn measure(ops: &[Op]) -> (usize, u64) {
+    let mut sizes: Vec<u64> = Vec::new();
+    let mut depth = 0;
+    for &op in ops {
+        let (pops, _) = op.arity();
+        let base = sizes.len().saturating_sub(pops);
+        let kept = sizes.last().copied().unwrap_or(0);
+        let size = sizes[base..]
+            .iter()
+            .fold(1u64, |acc, &s| acc.saturating_add(s));
+        sizes.truncate(base);
+        sizes.push(size);
+        if let Op::CmpKeep(_) = op {
+            sizes.push(kept);
+        }
+        depth = depth.max(sizes.len());
+    }
+    (depth, sizes.first().copied().unwrap_or(0))
+}
+
+/// A piece of WGSL under construction.
+struct Wgsl {
+    text: String,
+    /// A `bool`, rather than an `i32`.
+    boolean: bool,
+    /// Safe as an operand without parentheses.
+    atomic: bool,
+}
+
+impl Wgsl {
+    fn arith(text: String) -> Self {
+        Wgsl {
+            text,
+            boolean: false,
+            atomic: false,
+        }
+    }
+
+    fn call(text: String) -> Self {
+        Wgsl {
+            text,
+            boolean: false,
+            atomic: true,
+        }
+    }
+
+    fn boolean(text: String) -> Self {
+        Wgsl {
+            text,
+            boolean: true,
+            atomic: false,
+        }
+    }
+
+    /// Keeps the low 32 bits, as `i32` arithmetic would.
+    fn literal(v: i64) -> Self {
+        match v as i32 {
+            // 2147483648i is out of range, so build the minimum.
+            i32::MIN => Wgsl::arith("-2147483647i - 1i".to_owned()),
+            v if v < 0 => Wgsl::arith(format!("-{}i", v.unsigned_abs())),
+            v => Wgsl::call(format!("{v}i")),
+        }
+    }
+
+    fn operand(&self) -> String {
+        if self.atomic {
+            self.text.clone()
+        } else {
+            format!("({})", self.text)
+        }
+    }
+
+    fn into_int(self) -> Self {
+        if self.boolean {
+            Wgsl::call(format!("i32({})", self.text))
+        } else {
+            self
+        }
+    }
+
+    fn into_bool(self) -> Self {
+        if self.boolean {
+            self
+        } else {
+            Wgsl::boolean(format!("{} != 0i", self.operand()))
+        }
+    }
+}
+
+const WGSL_PRELUDE: &str = "\
+// Halide's integer division: Euclidean (the remainder is never negative), so it
+// rounds down for positive divisors; x / 0 == 0.
+fn hl_div(a: i32, b: i32) -> i32 {
+    if b == 0i { return 0i; }
+    if b == -1i { return -a; }
+    let q = a / b;
+    if a % b < 0i {
+        if b > 0i { return q - 1i; }
+        return q + 1i;
+    }
+    return q;
+}
+
+// Halide's integer modulo: never negative; x % 0 == 0.
+fn hl_mod(a: i32, b: i32) -> i32 {
+    if b == 0i || b == -1i { return 0i; }
+    let r = a % b;
+    // Wraps when b is i32's minimum, giving the right answer.
+    if r < 0i { return r + abs(b); }
+    return r;
+}
+";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok<'a> {
+    /// Up to u64: 2^63 is valid after a unary minus.
+    Int(u64),
+    Name(&'a str),
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Percent,
+    LParen,
+    RParen,
+    Comma,
+    Cmp(Cmp),
+    End,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Token<'a> {
+    kind: Tok<'a>,
+    offset: usize,
+    len: usize,
+}
+
+fn lex(src: &str) -> Result<Vec<Token<'_>>, ExprError> {
+    let bytes = src.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    // Only ASCII is consumed, so `i` stays on a char boundary.
+    while let Some(&c) = bytes.get(i) {
+        let start = i;
+        let next = bytes.get(i + 1).copied();
+        let (kind, len) = match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'0'..=b'9' => {
+                let len = bytes[i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count();
+                let text = &src[i..i + len];
+                if bytes.get(i + len) == Some(&b'.')
+                    && bytes.get(i + len + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    return Err(ExprError::new(
+                        start,
+                        "floating-point numbers are not supported",
+                    ));
+                }
+                (
+                    Tok::Int(int_literal(text).map_err(|m| ExprError::new(start, m))?),
+                    len,
+                )
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let len = bytes[i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                    .count();
+                (Tok::Name(&src[i..i + len]), len)
+            }
+            b'+' => (Tok::Plus, 1),
+            b'-' => (Tok::Minus, 1),
+            b'*' => (Tok::Star, 1),
+            b'/' if next == Some(b'/') => {
+                return Err(ExprError::new(
+                    start,
+                    "'//' is not an operator; '/' already divides integers",
+                ))
+            }
+            b'/' => (Tok::Slash, 1),
+            b'%' => (Tok::Percent, 1),
+            b'(' => (Tok::LParen, 1),
+            b')' => (Tok::RParen, 1),
+            b',' => (Tok::Comma, 1),
+            b'<' if next == Some(b'=') => (Tok::Cmp(Cmp::Le), 2),
+            b'<' => (Tok::Cmp(Cmp::Lt), 1),
+            b'>' if next == Some(b'=') => (Tok::Cmp(Cmp::Ge), 2),
+            b'>' => (Tok::Cmp(Cmp::Gt), 1),
+            b'=' if next == Some(b'=') => (Tok::Cmp(Cmp::Eq), 2),
+            b'!' if next == Some(b'=') => (Tok::Cmp(Cmp::Ne), 2),
+            b'=' => return Err(ExprError::new(start, "'=' is not an operator; use '=='")),
+            b'!' => return Err(ExprError::new(start, "'!' is not an operator; use 'not'")),
+            b'&' if next == Some(b'&') => {
+                return Err(ExprError::new(start, "'&&' is not an operator; use 'and'"))
+            }
+            b'|' if next == Some(b'|') => {
+                return Err(ExprError::new(start, "'||' is not an operator; use 'or'"))
+            }
+            _ => {
+                let ch = src[i..].chars().next().unwrap_or('?');
+                return Err(ExprError::new(
+                    start,
+                    format!("unexpected character '{ch}'"),
+                ));
+            }
+        };
+        tokens.push(Token {
+            kind,
+            offset: start,
+            len,
+        });
+        i += len;
+    }
+    tokens.push(Token {
+        kind: Tok::End,
+        offset: src.len(),
+        len: 0,
+    });
+    Ok(tokens)
+}
+
+/// The value of a decimal or `0x` literal, `_` allowed between digits.
+fn int_literal(text: &str) -> Result<u64, String> {
+    let invalid = || format!("invalid integer literal '{text}'");
+    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None if text.len() > 1 && text.starts_with('0') => {
+            return Err(format!(
+                "invalid integer literal '{text}': no leading zeros (hex is 0x...)"
+            ))
+        }
+        None => (text, 10),
+    };
+    if digits.is_empty() || digits.starts_with('_') {
+        return Err(invalid());
+    }
+    let mut value: u64 = 0;
+    for c in digits.chars().filter(|&c| c != '_') {
+        let digit = c.to_digit(radix).ok_or_else(invalid)?;
+        value = value
+            .checked_mul(radix.into())
+            .and_then(|v| v.checked_add(digit.into()))
+            .ok_or_else(too_large)?;
+    }
+    Ok(value)
+}
+
+fn too_large() -> String {
+    format!("integer literal too large; the largest is {}", i64::MAX)
+}
+
+/// The dimension of coordinate `name`.
+fn coordinate(name: &str) -> Result<usize, String> {
+    match name {
+        "x" => return Ok(0),
+        "y" => return Ok(1),
+        "z" => return Ok(2),
+        "w" => return Ok(3),
+        _ => {}
+    }
+    let digits = name.strip_prefix('d').unwrap_or("");
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits.len() == 1 || !digits.starts_with('0'));
+    if canonical {
+        return match digits.parse::<usize>() {
+            Ok(d) if (4..MAX_DIMS).contains(&d) => Ok(d),
+            Ok(d) if d < 4 => Err(format!("'{name}' is written '{}'", ["x", "y", "z", "w"][d])),
+            _ => Err(format!("no coordinate '{name}'; {COORDINATES}")),
+        };
+    }
+    if KEYWORDS.contains(&name) {
+        return Err(format!("expected an operand, found '{name}'"));
+    }
+    if ["min", "max", "clamp", "abs", "select"].contains(&name) {
+        return Err(format!("'{name}' is a function; call it as {name}(...)"));
+    }
+    Err(format!("unknown name '{name}'; {COORDINATES}"))
+}
+
+/// Recursive descent emitting postfix ops. Only parentheses and argument lists
+/// recurse; operator chains, `not`s, unary minuses and `else` branches loop.
+struct Parser<'a> {
+    src: &'a str,
+    /// Ends with `Tok::End`.
+    tokens: Vec<Token<'a>>,
+    pos: usize,
+    ops: Vec<Op>,
+    depth: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Token<'a> {
+        let last = self.tokens.len().saturating_sub(1);
+        self.tokens
+            .get(self.pos.min(last))
+            .copied()
+            .unwrap_or(Token {
+                kind: Tok::End,
+                offset: self.src.len(),
+                len: 0,
+            })
+    }
+
+    /// Returns the next token and moves past it, staying at the end.
+    fn bump(&mut self) -> Token<'a> {
+        let t = self.peek();
+        if t.kind != Tok::End {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn at_keyword(&self, keyword: &str) -> bool {
+        matches!(self.peek().kind, Tok::Name(name) if name == keyword)
+    }
+
+    fn found(&self, t: Token<'_>) -> String {
+        match t.kind {
+            Tok::End => "the end of the expression".to_owned(),
+            _ => format!(
+                "'{}'",
+                self.src.get(t.offset..t.offset + t.len).unwrap_or("?")
+            ),
+        }
+    }
+
+    /// expr := or_test ('if' or_test 'else' or_test)*, grouping to the right.
+    fn expr(&mut self) -> Result<(), ExprError> {
+        let mut selects = 0;
+        loop {
+            let start = self.ops.len();
+            self.or_test()?;
+            if !self.at_keyword("if") {
+                break;
+            }
+            self.bump();
+            let cond = self.ops.len();
+            self.or_test()?;
+            let t = self.peek();
+            if !self.at_keyword("else") {
+                return Err(ExprError::new(
+                    t.offset,
+                    format!("expected 'else', found {}", self.found(t)),
+                ));
+            }
+            self.bump();
+            // Select pops the condition first, so it must come before the value.
+            self.ops[start..].rotate_left(cond - start);
+            selects += 1;
+        }
+        self.ops.extend(std::iter::repeat_n(Op::Select, selects));
+        Ok(())
+    }
+
+    fn or_test(&mut self) -> Result<(), ExprError> {
+        self.and_test()?;
+        while self.at_keyword("or") {
+            self.bump();
+            self.and_test()?;
+            self.ops.push(Op::Bin(Bin::Or));
+        }
+        Ok(())
+    }
+
+    fn and_test(&mut self) -> Result<(), ExprError> {
+        self.not_test()?;
+        while self.at_keyword("and") {
+            self.bump();
+            self.not_test()?;
+            self.ops.push(Op::Bin(Bin::And));
+        }
+        Ok(())
+    }
+
+    fn not_test(&mut self) -> Result<(), ExprError> {
+        let mut nots = 0;
+        while self.at_keyword("not") {
+            self.bump();
+            nots += 1;
+        }
+        self.comparison()?;
+        // `not not a` is `a != 0`; more pairs change nothing.
+        let keep = if nots == 0 { 0 } else { 2 - nots % 2 };
+        self.ops.extend(std::iter::repeat_n(Op::Not, keep));
+        Ok(())
+    }
+
+    fn comparison(&mut self) -> Result<(), ExprError> {
+        self.sum()?;
+        let mut links = 0;
+        while let Tok::Cmp(cmp) = self.peek().kind {
+            self.bump();
+            self.sum()?;
+            links += 1;
+            // `a < b < c` is `a < b and b < c`, evaluating `b` once.
+            if let Tok::Cmp(_) = self.peek().kind {
+                self.ops.push(Op::CmpKeep(cmp));
+            } else {
+                self.ops.push(Op::Cmp(cmp));
+            }
+        }
+        let ands = links.max(1) - 1;
+        self.ops
+            .extend(std::iter::repeat_n(Op::Bin(Bin::And), ands));
+        Ok(())
+    }
+
+    fn sum(&mut self) -> Result<(), ExprError> {
+        self.term()?;
+        loop {
+            let bin = match self.peek().kind {
+                Tok::Plus => Bin::Add,
+                Tok::Minus => Bin::Sub,
+                _ => return Ok(()),
+            };
+            self.bump();
+            self.term()?;
+            self.ops.push(Op::Bin(bin));
+        }
+    }
+
+    fn term(&mut self) -> Result<(), ExprError> {
+        self.unary()?;
+        loop {
+            let bin = match self.peek().kind {
+                Tok::Star => Bin::Mul,
+                Tok::Slash => Bin::Div,
+                Tok::Percent => Bin::Mod,
+                _ => return Ok(()),
+            };
+            self.bump();
+            self.unary()?;
+            self.ops.push(Op::Bin(bin));
+        }
+    }
+
+    fn unary(&mut self) -> Result<(), ExprError> {
+        let mut negs = 0;
+        while self.peek().kind == Tok::Minus {
+            self.bump();
+            negs += 1;
+        }
+        if negs > 0 && self.peek().kind == Tok::Int(1 << 63) {
+            // i64's minimum is only reachable as a negated literal.
+            self.bump();
+            self.ops.push(Op::Lit(i64::MIN));
+            negs -= 1;
+        } else {
+            self.primary()?;
+        }
+        if negs % 2 == 1 {
+            self.ops.push(Op::Neg);
+        }
+        Ok(())
+    }
+
+    fn primary(&mut self) -> Result<(), ExprError> {
+        let t = self.bump();
+        match t.kind {
+            Tok::Int(v) => {
+                let v = i64::try_from(v).map_err(|_| ExprError::new(t.offset, too_large()))?;
+                self.ops.push(Op::Lit(v));
+                Ok(())
+            }
+            Tok::LParen => {
+                self.enter(t)?;
+                self.expr()?;
+                self.depth -= 1;
+                self.close(t, "')'")
+            }
+            Tok::Name(name) if self.peek().kind == Tok::LParen && !KEYWORDS.contains(&name) => {
+                self.call(t, name)
+            }
+            Tok::Name(name) => {
+                let d = coordinate(name).map_err(|m| ExprError::new(t.offset, m))?;
+                self.ops.push(Op::Coord(d));
+                Ok(())
+            }
+            Tok::End if self.src.trim().is_empty() => Err(ExprError::new(0, "empty expression")),
+            _ => Err(ExprError::new(
+                t.offset,
+                format!("expected an operand, found {}", self.found(t)),
+            )),
+        }
+    }
+
+    fn call(&mut self, name_token: Token<'a>, name: &str) -> Result<(), ExprError> {
+        let (op, arity) = match name {
+            "min" => (Op::Bin(Bin::Min), 2),
+            "max" => (Op::Bin(Bin::Max), 2),
+            "clamp" => (Op::Clamp, 3),
+            "abs" => (Op::Abs, 1),
+            "select" => (Op::Select, 3),
+            _ => {
+                return Err(ExprError::new(
+                    name_token.offset,
+                    format!("unknown function '{name}'; {FUNCTIONS}"),
+                ))
+            }
+        };
+        let open = self.bump();
+        self.enter(open)?;
+        let mut args = 0;
+        if self.peek().kind != Tok::RParen {
+            loop {
+                self.expr()?;
+                args += 1;
+                if self.peek().kind != Tok::Comma {
+                    break;
+                }
+                self.bump();
+            }
+        }
+        self.depth -= 1;
+        self.close(open, "',' or ')'")?;
+        if args != arity {
+            let plural = if arity == 1 { "" } else { "s" };
+            return Err(ExprError::new(
+                name_token.offset,
+                format!("{name} takes {arity} argument{plural}, got {args}"),
+            ));
+        }
+        self.ops.push(op);
+        Ok(())
+    }
+
+    /// Enters the group `open` starts, refusing to nest too deep.
+    fn enter(&mut self, open: Token<'_>) -> Result<(), ExprError> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(ExprError::new(
+                open.offset,
+                format!("nested too deeply; the limit is {MAX_NESTING} levels"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Consumes the ')' closing the group `open` started.
+    fn close(&mut self, open: Token<'_>, expected: &str) -> Result<(), ExprError> {
+        let t = self.peek();
+        match t.kind {
+            Tok::RParen => {
+                self.bump();
+                Ok(())
+            }
+            Tok::End => Err(ExprError::new(open.offset, "unclosed '('")),
+            _ => Err(ExprError::new(
+                t.offset,
+                format!("expected {expected}, found {}", self.found(t)),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Expr {
+        Expr::parse(src).unwrap_or_else(|e| panic!("{src:?}: {e}"))
+    }
+
+    /// Value of `src` at `coords`, checking that `Compiled` agrees.
+    fn at(src: &str, coords: &[i64]) -> i64 {
+        let e = parse(src);
+        let v = e.eval(coords);
+        assert_eq!(e.compile().eval(coords), v, "{src:?} at {coords:?}");
+        v
+    }
+
+    fn value(src: &str) -> i64 {
+        at(src, &[])
+    }
+
+    fn error(src: &str) -> ExprError {
+        match Expr::parse(src) {
+            Ok(e) => panic!("{src:?} parsed as {e:?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Checks the offset and that the message contains `message`.
+    fn check_error(src: &str, offset: usize, message: &str) {
+        let e = error(src);
+        assert_eq!(e.offset, offset, "{src:?}: {e}");
+        assert!(e.message.contains(message), "{src:?}: {e}");
+    }
+
+    #[test]
+    fn literals() {
+        assert_eq!(value("42"), 42);
+        assert_eq!(value("0"), 0);
+        assert_eq!(value("0x1F"), 31);
+        assert_eq!(value("0Xff"), 255);
+        assert_eq!(value("1_000_000"), 1_000_000);
+        assert_eq!(value("0xFF_FF"), 0xffff);
+        assert_eq!(value("9223372036854775807"), i64::MAX);
+        assert_eq!(value("-9223372036854775808"), i64::MIN);
+        assert_eq!(value("0x7fff_ffff_ffff_ffff"), i64::MAX);
+        assert_eq!(value(" \t\n 7 \r\n"), 7);
+    }
+
+    #[test]
+    fn coordinates() {
+        let coords: Vec<i64> = (0..16).map(|d| 10 + d).collect();
+        for (name, d) in [("x", 0), ("y", 1), ("z", 2), ("w", 3), ("d4", 4), ("d9", 9)] {
+            assert_eq!(at(name, &coords), coords[d], "{name}");
+        }
+        assert_eq!(at("d15", &coords), 25);
+        // Missing coordinates are 0.
+        assert_eq!(at("x + y + d15", &[1]), 1);
+        assert_eq!(at("d15", &[]), 0);
+        assert_eq!(at("x", &[-5]), -5);
+    }
+
+    #[test]
+    fn arithmetic() {
+        assert_eq!(at("x + 256*y", &[3, 5]), 1283);
+        assert_eq!(at("3*x + 2*y + z + 4*w", &[1, 2, 3, 4]), 26);
+        assert_eq!(at("((x+y)%8)*16 + 120", &[5, 6]), 3 * 16 + 120);
+        assert_eq!(at("x - y", &[3, 5]), -2);
+        assert_eq!(at("-x", &[3]), -3);
+        assert_eq!(at("--x", &[3]), 3);
+        assert_eq!(at("- - -x", &[3]), -3);
+        assert_eq!(at("(x + y) * 2", &[3, 5]), 16);
+        assert_eq!(at("x / 4", &[17]), 4);
+        assert_eq!(at("x % 4", &[17]), 1);
+        assert_eq!(value("((((1))))"), 1);
+    }
+
+    #[test]
+    fn halide_division() {
+        assert_eq!(value("-7 / 2"), -4);
+        assert_eq!(value("-7 % 2"), 1);
+        assert_eq!(value("7 / -2"), -3);
+        assert_eq!(value("7 % -2"), 1);
+        assert_eq!(value("-7 / -2"), 4);
+        assert_eq!(value("-7 % -2"), 1);
+        assert_eq!(value("7 / 2"), 3);
+        assert_eq!(value("-8 / 2"), -4);
+        assert_eq!(value("-8 % 2"), 0);
+        assert_eq!(value("7 / 0"), 0);
+        assert_eq!(value("7 % 0"), 0);
+        assert_eq!(at("x / 0", &[-9]), 0);
+        assert_eq!(at("x % 0", &[-9]), 0);
+        assert_eq!(at("x / y", &[-7, 2]), -4);
+        assert_eq!(at("x % y", &[-7, 2]), 1);
+        assert_eq!(at("x / y", &[7, -2]), -3);
+        assert_eq!(at("x % y", &[7, -2]), 1);
+        // The Euclidean identity, everywhere the divisor is non-zero.
+        let e = parse("(x / y) * y + x % y == x and 0 <= x % y < abs(y)");
+        let c = e.compile();
+        for a in -20..=20 {
+            for b in (-6..=6).filter(|&b| b != 0) {
+                assert_eq!(e.eval(&[a, b]), 1, "{a} / {b}");
+                assert_eq!(c.eval(&[a, b]), 1, "{a} / {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn comparisons() {
+        for (src, expected) in [
+            ("1 < 2", 1),
+            ("2 < 2", 0),
+            ("2 <= 2", 1),
+            ("3 > 2", 1),
+            ("2 >= 3", 0),
+            ("2 == 2", 1),
+            ("2 != 2", 0),
+            ("1 < 2 < 3", 1),
+            ("1 < 3 < 2", 0),
+            ("3 < 1 < 2", 0),
+            ("3 > 2 > 1", 1),
+            ("1 == 1 != 2", 1),
+            ("1 < 2 < 3 < 4 < 5", 1),
+            ("1 < 2 < 3 < 3 < 5", 0),
+            // Not (1 < 2) < 0.
+            ("1 < 2 > 0", 1),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+        for (x, expected) in [(39, 0), (40, 1), (55, 1), (56, 0)] {
+            assert_eq!(at("40 <= x < 56", &[x]), expected, "x = {x}");
+        }
+        // The middle operand is computed once and used by both links.
+        for x in -3..10 {
+            let expected = i64::from(0 < x - 1 && x - 1 < 5);
+            assert_eq!(at("0 < x - 1 < 5", &[x]), expected);
+        }
+        assert_eq!(at("x < y <= z", &[1, 2, 2]), 1);
+        assert_eq!(at("x < y <= z", &[1, 3, 2]), 0);
+        assert_eq!(at("x < y <= z", &[2, 2, 2]), 0);
+    }
+
+    #[test]
+    fn logic() {
+        for (src, expected) in [
+            ("2 and 3", 1),
+            ("2 and 0", 0),
+            ("0 or 5", 1),
+            ("0 or 0", 0),
+            ("not 0", 1),
+            ("not 7", 0),
+            ("not not 7", 1),
+            ("not not not 7", 0),
+            ("not not not not 7", 1),
+            ("not 1 == 0", 1),
+            ("1 or 0 and 0", 1),
+            ("0 and 1 or 1", 1),
+            ("(1 or 0) and 0", 0),
+            ("not 0 and 0", 0),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+        assert_eq!(at("not x < 3", &[2]), 0);
+        assert_eq!(at("not x", &[0]), 1);
+        assert_eq!(at("x and y", &[4, -1]), 1);
+    }
+
+    #[test]
+    fn conditional() {
+        assert_eq!(at("7 if x > 2 else 0", &[3]), 7);
+        assert_eq!(at("7 if x > 2 else 0", &[2]), 0);
+        for (x, expected) in [(0, 1), (1, 2), (2, 3), (-1, 3)] {
+            assert_eq!(at("1 if x == 0 else 2 if x == 1 else 3", &[x]), expected);
+        }
+        let src = "x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)";
+        assert_eq!(at(src, &[40, 40]), 40 + 256 * 40 + 7);
+        assert_eq!(at(src, &[56, 40]), 56 + 256 * 40);
+        assert_eq!(at(src, &[50, 39]), 50 + 256 * 39);
+        // Conditions inside conditions need parentheses, as in Python.
+        assert_eq!(at("(1 if x else 2) if y else 3", &[0, 1]), 2);
+        assert_eq!(at("x if (y if z else 0) else 9", &[5, 1, 1]), 5);
+    }
+
+    #[test]
+    fn functions() {
+        assert_eq!(at("min(x, y)", &[3, 5]), 3);
+        assert_eq!(at("max(x, y)", &[3, 5]), 5);
+        assert_eq!(at("min(x, -y)", &[3, 5]), -5);
+        assert_eq!(at("clamp(x, 20, 100)", &[5]), 20);
+        assert_eq!(at("clamp(x, 20, 100)", &[50]), 50);
+        assert_eq!(at("clamp(x, 20, 100)", &[500]), 100);
+        // Halide's clamp: lo wins when lo > hi.
+        assert_eq!(at("clamp(x, 100, 20)", &[50]), 100);
+        assert_eq!(at("clamp(max(x, y), 20, 100)", &[30, 70]), 70);
+        assert_eq!(at("abs(x)", &[-5]), 5);
+        assert_eq!(at("abs(x)", &[5]), 5);
+        assert_eq!(at("select(x, 10, 20)", &[1]), 10);
+        assert_eq!(at("select(x, 10, 20)", &[0]), 20);
+        assert_eq!(at("select(x < 8, 1, 2)", &[9]), 2);
+        assert_eq!(at("max(min(x, 3), min(y, 4))", &[9, 1]), 3);
+        assert_eq!(at("abs ( x - y )", &[3, 8]), 5);
+    }
+
+    #[test]
+    fn precedence() {
+        for (src, expected) in [
+            ("1 + 2 * 3", 7),
+            ("(1 + 2) * 3", 9),
+            ("- 2 * 3", -6),
+            ("-7 / 2", -4),
+            ("-(7 / 2)", -3),
+            ("2 * 3 % 4", 2),
+            ("2 * (3 % 4)", 6),
+            ("10 - 3 - 2", 5),
+            ("100 / 10 / 5", 2),
+            ("1 + 2 < 4", 1),
+            ("1 + (2 < 4)", 2),
+            ("1 if 0 else 2 if 0 else 3", 3),
+            ("1 if 0 else 2 if 1 else 3", 2),
+            ("1 if 1 else 2 if 0 else 3", 1),
+            ("1 + 1 if 0 else 5", 5),
+            ("1 + 1 if 1 else 5", 2),
+            ("5 if 0 or 1 else 6", 5),
+            ("2 * -3", -6),
+            ("2 - -3", 5),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+    }
+
+    #[test]
+    fn wrapping() {
+        assert_eq!(value("9223372036854775807 + 1"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 - 1"), i64::MAX);
+        assert_eq!(value("-(-9223372036854775808)"), i64::MIN);
+        assert_eq!(value("- -9223372036854775808"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 / -1"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 % -1"), 0);
+        assert_eq!(value("abs(-9223372036854775808)"), i64::MIN);
+        assert_eq!(value("4611686018427387904 * 4"), 0);
+        assert_eq!(
+            value("3037000500 * 3037000500"),
+            3037000500i64.wrapping_mul(3037000500)
+        );
+        let big = [i64::MAX, i64::MIN];
+        assert_eq!(at("x + 1", &big), i64::MIN);
+        assert_eq!(at("y - 1", &big), i64::MAX);
+        assert_eq!(
+            at("x * 256 + y", &big),
+            i64::MAX.wrapping_mul(256).wrapping_add(i64::MIN)
+        );
+        assert_eq!(at("-y", &big), i64::MIN);
+        assert_eq!(at("y / -1", &big), i64::MIN);
+        assert_eq!(at("y % -1", &big), 0);
+        assert_eq!(at("abs(y)", &big), i64::MIN);
+    }
+
+    #[test]
+    fn api() {
+        let e = parse("x + 256*y");
+        assert_eq!(e.source(), "x + 256*y");
+        assert_eq!(e.to_string(), "x + 256*y");
+        assert_eq!("x + 256*y".parse::<Expr>(), Ok(e.clone()));
+        assert_eq!(Expr::try_from("x + 256*y"), Ok(e.clone()));
+        assert_eq!(e.max_dim(), Some(1));
+        assert_eq!(e.is_constant(), None);
+        assert_eq!(parse("x").max_dim(), Some(0));
+        assert_eq!(parse("d15 + x").max_dim(), Some(15));
+        assert_eq!(parse("1 + 2").max_dim(), None);
+        assert_eq!(parse("1 + 2 * 3").is_constant(), Some(7));
+        assert_eq!(parse("3 if 1 < 2 < 3 else 4").is_constant(), Some(3));
+        assert_eq!(parse("select(0, 1, -(2))").is_constant(), Some(-2));
+        assert_eq!(parse("x * 0").is_constant(), None);
+        for v in [0, 1, -1, 42, i64::MAX, i64::MIN] {
+            let c = Expr::constant(v);
+            assert_eq!(c.is_constant(), Some(v));
+            assert_eq!(c.eval(&[1, 2]), v);
+            assert_eq!(c.compile().eval(&[]), v);
+            assert_eq!(parse(c.source()).is_constant(), Some(v));
+        }
+        let err = error("x + q");
+        assert_eq!(
+            err.to_string(),
+            "column 5: unknown name 'q'; coordinates are x, y, z, w, d4..d15"
+        );
+    }
+
+    #[test]
+    fn errors() {
+        check_error("", 0, "empty expression");
+        check_error("   ", 0, "empty expression");
+        check_error(
+            "x + q",
+            4,
+            "unknown name 'q'; coordinates are x, y, z, w, d4..d15",
+        );
+        check_error("foo", 0, "unknown name 'foo'");
+        check_error("d16", 0, "no coordinate 'd16'");
+        check_error("x + d99999999999999999999999", 4, "no coordinate");
+        check_error("d2", 0, "'d2' is written 'z'");
+        check_error("d05", 0, "unknown name 'd05'");
+        check_error("x $ y", 2, "unexpected character '$'");
+        check_error("x + é", 4, "unexpected character 'é'");
+        check_error("x && y", 2, "use 'and'");
+        check_error("x || y", 2, "use 'or'");
+        check_error("!x", 0, "use 'not'");
+        check_error("x = 1", 2, "use '=='");
+        check_error("x // 2", 2, "'//'");
+        check_error("x + 1.5", 4, "floating-point");
+        check_error("2x", 0, "invalid integer literal '2x'");
+        check_error("0x", 0, "invalid integer literal '0x'");
+        check_error("0xg", 0, "invalid integer literal '0xg'");
+        check_error("007", 0, "leading zeros");
+        check_error("(x + 1", 0, "unclosed '('");
+        check_error("x * ((y + 1)", 4, "unclosed '('");
+        check_error("x + 1)", 5, "unmatched ')'");
+        check_error("(x + 1))", 7, "unmatched ')'");
+        check_error("(x 1)", 3, "expected ')', found '1'");
+        check_error("()", 1, "expected an operand, found ')'");
+        check_error("clamp(x, 1)", 0, "clamp takes 3 arguments, got 2");
+        check_error("x + abs()", 4, "abs takes 1 argument, got 0");
+        check_error("min(1, 2, 3)", 0, "min takes 2 arguments, got 3");
+        check_error("select(1)", 0, "select takes 3 arguments, got 1");
+        check_error("min(1 2)", 6, "expected ',' or ')', found '2'");
+        check_error(
+            "min(1,",
+            6,
+            "expected an operand, found the end of the expression",
+        );
+        check_error("min(1,)", 6, "expected an operand, found ')'");
+        check_error("min(1", 3, "unclosed '('");
+        check_error("foo(1)", 0, "unknown function 'foo'");
+        check_error("min + 1", 0, "'min' is a function");
+        check_error("x y", 2, "expected an operator, found 'y'");
+        check_error("x (1)", 0, "unknown function 'x'");
+        check_error("x 1", 2, "expected an operator, found '1'");
+        check_error("x + 9223372036854775808", 4, "integer literal too large");
+        check_error("99999999999999999999999", 0, "integer literal too large");
+        check_error("-99999999999999999999999", 1, "integer literal too large");
+        check_error("0x1_0000_0000_0000_0000", 0, "integer literal too large");
+        check_error(
+            "x +",
+            3,
+            "expected an operand, found the end of the expression",
+        );
+        check_error("x + * y", 4, "expected an operand, found '*'");
+        check_error("+x", 0, "expected an operand, found '+'");
+        check_error(
+            "x if y",
+            6,
+            "expected 'else', found the end of the expression",
+        );
+        check_error("x if y z", 7, "expected 'else', found 'z'");
+        check_error("x + and", 4, "expected an operand, found 'and'");
+        check_error("x < not y", 4, "expected an operand, found 'not'");
+        check_error("if(1)", 0, "expected an operand, found 'if'");
+    }
+
+    #[test]
+    fn deep_nesting() {
+        let src = format!("{}x{}", "(".repeat(100_000), ")".repeat(100_000));
+        check_error(&src, MAX_NESTING, "nested too deeply");
+        let src = format!("{}x{}", "min(1, ".repeat(100_000), ")".repeat(100_000));
+        check_error(&src, MAX_NESTING * 7 + 3, "nested too deeply");
+        check_error(&"(".repeat(100_000), MAX_NESTING, "nested too deeply");
+        // Up to the limit is fine, and needs little stack.
+        let src = format!(
+            "{}x{}",
+            "(-x + (".repeat(MAX_NESTING / 2),
+            "))".repeat(MAX_NESTING / 2)
+        );
+        let e = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || Expr::parse(&src))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.eval(&[3]), 3 - 3 * (MAX_NESTING as i64 / 2));
+        // Long flat chains loop rather than recurse.
+        let long = vec!["x"; 100_000].join(" + ");
+        assert_eq!(at(&long, &[2]), 200_000);
+        let mut long = "-".repeat(100_001);
+        long.push('x');
+        assert_eq!(at(&long, &[2]), -2);
+        let long = format!("{}x", "not ".repeat(100_001));
+        assert_eq!(at(&long, &[2]), 0);
+        let long = format!("{}0", "x if y else ".repeat(10_000));
+        assert_eq!(at(&long, &[5, 1]), 5);
+        assert_eq!(at(&long, &[5, 0]), 0);
+        let long = format!("0 < {}", vec!["x"; 10_000].join(" < "));
+        assert_eq!(at(&long, &[1]), 0);
+        let long = format!("0 <= {}", vec!["x"; 10_000].join(" <= "));
+        assert_eq!(at(&long, &[1]), 1);
+    }
+
+    #[test]
+    fn expansion_is_bounded() {
+        // Each level repeats the whole inner chain in WGSL: 2^200 without a bound.
+        let mut src = "x".to_owned();
+        for _ in 0..200 {
+            src = format!("0 < ({src}) < 9");
+        }
+        check_error(&src, 0, "expression too large");
+    }
+
+    /// Expressions for the comparisons below, covering every operation.
+    const CORPUS: &[&str] = &[
+        "x + 256*y",
+        "3*x + 2*y + z + 4*w",
+        "((x+y)%8)*16 + 120",
+        "clamp(max(x, y), 20, 100)",
+        "x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)",
+        "-x - 3*(y - 2*x) + 7",
+        "(x + 1) * (y - 1)",
+        "x / 3 + y % 5 - x / y - x % y",
+        "x / -3 + y % -5",
+        "abs(x - y) + min(x, -y) * max(y, 2)",
+        "select(x < y, x * 2, y / 0) + (x % 0)",
+        "not x or y and not y < 3",
+        "x < y < 5 or -2 <= x - y != 1",
+        "1 if x == 0 else 2 if y == 0 else x * y",
+        "x * 9223372036854775807 + y * -9223372036854775808",
+        "d4 + d15 * 2 - w",
+        "2 * (3 * (x + 1) - 4) + -(y * 5)",
+        "x * y",
+        "7",
+        "x - x + 3",
+    ];
+
+    #[test]
+    fn compiled_matches_eval() {
+        let samples: [i64; 16] = [
+            -1000,
+            -65,
+            -8,
+            -3,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            7,
+            40,
+            55,
+            56,
+            255,
+            1 << 40,
+        ];
+        for src in CORPUS {
+            let e = parse(src);
+            let c = e.compile();
+            for &a in &samples {
+                for &b in &samples {
+                    let coords = [
+                        a,
+                        b,
+                        a ^ b,
+                        b.wrapping_sub(a),
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        b,
+                    ];
+                    for len in [coords.len(), 2, 1, 0] {
+                        let coords = &coords[..len];
+                        assert_eq!(c.eval(coords), e.eval(coords), "{src:?} at {coords:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eval_row_matches_eval() {
+        let starts = [-1000, -70, -1, 0, 3, 50, i64::MAX - 40];
+        for src in CORPUS
+            .iter()
+            .chain(&["x", "x * x", "40 <= x < 56", "(x + y) % 7"])
+        {
+            let e = parse(src);
+            let c = e.compile();
+            for len in [0, 1, 15, 16, 17, 64, 65, 200] {
+                for x0 in starts {
+                    for rest in [&[][..], &[7][..], &[-3, 2, 1, 0, 5][..]] {
+                        let mut coords = vec![x0];
+                        coords.extend_from_slice(rest);
+                        let mut row = vec![i64::MIN + 1; len];
+                        c.eval_row(&coords, &mut row);
+                        for (i, &v) in row.iter().enumerate() {
+                            coords[0] = x0.wrapping_add(i as i64);
+                            assert_eq!(v, e.eval(&coords), "{src:?} at {coords:?}");
+                        }
+                    }
+                }
+            }
+            // No coordinates: dimension 0 starts at 0, the others are 0.
+            let mut row = vec![0; 100];
+            c.eval_row(&[], &mut row);
+            for (i, &v) in row.iter().enumerate() {
+                assert_eq!(v, e.eval(&[i as i64]), "{src:?} at {i}");
+            }
+        }
+        // Deeper than the inline lane stack.
+        let deep = parse("x + (x + (x + (x + (x + (x + (x + (x + (x + (x * x)))))))))");
+        let mut row = vec![0; 130];
+        deep.compile().eval_row(&[-5, 1], &mut row);
+        for (i, &v) in row.iter().enumerate() {
+            assert_eq!(v, deep.eval(&[-5 + i as i64]));
+        }
+    }
+
+    #[test]
+    fn compiled_affine() {
+        // Affine forms take the fast path; check it really is the same function.
+        for src in [
+            "x + 256*y",
+            "3*x + 2*y + z + 4*w",
+            "-(x - 2) * 3 + y * (2 - 5)",
+            "x - x",
+        ] {
+            assert!(
+                matches!(parse(src).compile().kind, Kind::Affine { .. }),
+                "{src}"
+            );
+        }
+        assert!(matches!(parse("x * y").compile().kind, Kind::Ops { .. }));
+        assert!(matches!(parse("2 * 3").compile().kind, Kind::Constant(6)));
+        assert_eq!(at("-(x - 2) * 3 + y * (2 - 5)", &[4, 10]), -36);
+    }
+
+    fn wgsl(src: &str) -> String {
+        parse(src).to_wgsl(&|d| {
+            ["x", "y", "z", "w"]
+                .get(d)
+                .map_or(format!("c[{d}]"), |s| s.to_string())
+        })
+    }
+
+    #[test]
+    fn to_wgsl() {
+        assert_eq!(wgsl("x + 256*y"), "(x + (256i * y))");
+        assert_eq!(wgsl("x"), "x");
+        assert_eq!(wgsl("(x)"), "x");
+        assert_eq!(wgsl("-x"), "(-x)");
+        assert_eq!(wgsl("-x - -y"), "((-x) - (-y))");
+        assert_eq!(
+            wgsl("((x+y)%8)*16 + 120"),
+            "((hl_mod(x + y, 8i) * 16i) + 120i)"
+        );
+        assert_eq!(wgsl("x / -3"), "hl_div(x, -3i)");
+        assert_eq!(
+            wgsl("clamp(max(x, y), 20, 100)"),
+            "max(min(max(x, y), 100i), 20i)"
+        );
+        assert_eq!(
+            wgsl("x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)"),
+            "((x + (256i * y)) + select(0i, 7i, ((40i <= x) && (x < 56i)) && ((40i <= y) && (y < 56i))))"
+        );
+        assert_eq!(wgsl("x < y"), "i32(x < y)");
+        assert_eq!(wgsl("not x"), "i32(x == 0i)");
+        assert_eq!(wgsl("not x < 3"), "i32(!(x < 3i))");
+        assert_eq!(wgsl("x and 2"), "i32((x != 0i) && (2i != 0i))");
+        assert_eq!(
+            wgsl("select(x, abs(y), d4)"),
+            "select(c[4], abs(y), x != 0i)"
+        );
+        assert_eq!(wgsl("(x < 3) * 5"), "(i32(x < 3i) * 5i)");
+        // Constants fold on the host; literals keep their low 32 bits.
+        assert_eq!(wgsl("x + 2 * 3"), "(x + 6i)");
+        assert_eq!(wgsl("2147483647 + 1"), "(-2147483647i - 1i)");
+        assert_eq!(wgsl("x * 0x1_0000_0005"), "(x * 5i)");
+        assert_eq!(wgsl("x - 2147483648 / 2"), "(x - 1073741824i)");
+        assert_eq!(wgsl("-5"), "(-5i)");
+        let custom = parse("x + y").to_wgsl(&|d| format!("i32(gid.{})", ["x", "y"][d]));
+        assert_eq!(custom, "((i32(gid.x)) + (i32(gid.y)))");
+        let prelude = Expr::wgsl_prelude();
+        assert!(prelude.contains("fn hl_div(a: i32, b: i32) -> i32"));
+        assert!(prelude.contains("fn hl_mod(a: i32, b: i32) -> i32"));
+    }
+
+    /// hl_div and hl_mod transcribed to Rust with i32 semantics as WGSL defines
+    /// them, checked against the host on i32.
+    #[test]
+    fn wgsl_prelude_semantics() {
+        fn hl_div(a: i32, b: i32) -> i32 {
+            if b == 0 {
+                return 0;
+            }
+            if b == -1 {
+                return a.wrapping_neg();
+            }
+            let q = a / b;
+            if a % b < 0 {
+                if b > 0 {
+                    return q - 1;
+                }
+                return q + 1;
+            }
+            q
+        }
+        fn hl_mod(a: i32, b: i32) -> i32 {
+            if b == 0 || b == -1 {
+                return 0;
+            }
+            let r = a % b;
+            if r < 0 {
+                return r.wrapping_add(b.wrapping_abs());
+            }
+            r
+        }
+        let samples = [
+            i32::MIN,
+            i32::MIN + 1,
+            -1000,
+            -9,
+            -7,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            7,
+            9,
+            1000,
+            i32::MAX,
+        ];
+        for a in samples {
+            for b in samples {
+                let (a64, b64) = (i64::from(a), i64::from(b));
+                assert_eq!(hl_div(a, b), div(a64, b64) as i32, "{a} / {b}");
+                assert_eq!(hl_mod(a, b), rem(a64, b64) as i32, "{a} % {b}");
+            }
+        }
+    }
+}

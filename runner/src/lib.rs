@@ -1,0 +1,11 @@
+//! vkcopy-suite: YAML conformance cases for the vkcopy runtime.
+//!
+//! Data flows one way: case file -> [`plan`] (checked case) -> [`exec`]
+//! (runs on a `vkcopy` context) -> [`report`].
+
+pub mod case;
+pub mod discover;
+pub mod exec;
+pub mod expr;
+pub mod plan;
+pub mod report;

@@ -1,0 +1,266 @@
+//! `vkcopy-suite`: runs the YAML cases on the default Vulkan device, answers
+//! memory-type selection questions on recorded tables, and lists devices.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use vkcopy::memory::policy::MemoryRequest;
+use vkcopy::{Context, ContextOptions, MemoryTable, Policy, Role};
+use vkcopy_suite::discover::{case_files, cases_root, name_matches};
+use vkcopy_suite::exec::{self, Outcome, Status};
+use vkcopy_suite::plan;
+use vkcopy_suite::report::{CaseRecord, DeviceRecord, Report};
+
+#[derive(Parser)]
+#[command(
+    name = "vkcopy-suite",
+    version,
+    about = "Conformance suite for the vkcopy Vulkan copy runtime"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the cases on the default device (VKCOPY_DEVICE / VKCOPY_DEVICE_TYPE pick another).
+    Run {
+        /// Only cases whose name matches this glob, e.g. `halide::*` or `*crop*`.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Memory-type selection policy: vkcopy, halide or halide-legacy.
+        #[arg(long)]
+        policy: Option<Policy>,
+        /// The cases folder.
+        #[arg(long)]
+        cases: Option<PathBuf>,
+        /// Where reports go: <DIR>/<device>/results.json and summary.md.
+        #[arg(long, default_value = "reports/out")]
+        report_dir: PathBuf,
+        /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
+        #[arg(long)]
+        simulate_memory: Option<PathBuf>,
+    },
+    /// Prints the memory type a policy picks for a request on a recorded table.
+    Select {
+        /// A recorded table, e.g. cases/devices/nvidia-h200.yaml.
+        #[arg(long)]
+        table: PathBuf,
+        /// readback, upload, device, or a VISIBILITY/CACHING pair such as device_to_host/cached_coherent.
+        #[arg(long)]
+        request: String,
+        #[arg(long, default_value = "vkcopy")]
+        policy: Policy,
+    },
+    /// Prints every Vulkan device and its memory table in the recorded-table form.
+    Devices,
+    /// Lists the cases.
+    List {
+        #[arg(long)]
+        cases: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            filter,
+            policy,
+            cases,
+            report_dir,
+            simulate_memory,
+        } => run(filter, policy, cases, report_dir, simulate_memory),
+        Command::Select {
+            table,
+            request,
+            policy,
+        } => select(&table, &request, policy),
+        Command::Devices => devices(),
+        Command::List { cases } => list(cases),
+    }
+}
+
+fn select(table: &std::path::Path, request: &str, policy: Policy) -> ExitCode {
+    let t = match MemoryTable::from_yaml_file(table) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let req = match request.parse::<Role>() {
+        Ok(role) => policy.request(role),
+        Err(_) => match request.parse::<MemoryRequest>() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: request '{request}': expected readback, upload, device or VISIBILITY/CACHING: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match policy.select(&t, &req, u32::MAX) {
+        Ok(ty) => {
+            println!("{}", t.describe_type(ty));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "error: {request} ({req}) under {policy} on {}: {e}",
+                table.display()
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn devices() -> ExitCode {
+    match Context::list_devices() {
+        Ok(list) => {
+            for d in list {
+                println!("# device {}: {} ({:?})", d.index, d.name, d.device_type);
+                println!("{}", d.memory.to_yaml());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn list(cases: Option<PathBuf>) -> ExitCode {
+    let root = cases.unwrap_or_else(cases_root);
+    match case_files(&root) {
+        Ok(files) => {
+            for f in files {
+                println!("{}", plan::case_name(&root, &f));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(
+    filter: Option<String>,
+    policy: Option<Policy>,
+    cases: Option<PathBuf>,
+    report_dir: PathBuf,
+    simulate_memory: Option<PathBuf>,
+) -> ExitCode {
+    let root = cases.unwrap_or_else(cases_root);
+    let mut options = match ContextOptions::from_env() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(p) = policy {
+        options.policy = p;
+    }
+    if let Some(path) = simulate_memory {
+        match MemoryTable::from_yaml_file(&path) {
+            Ok(t) => options.simulate_memory = Some(t),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let files = match case_files(&root) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // One context up front: names the device in the report, and says early when there is none.
+    let (device, device_error) = match Context::new(options.clone()) {
+        Ok(ctx) => {
+            let i = ctx.info();
+            (
+                DeviceRecord {
+                    name: i.name.clone(),
+                    device_type: format!("{:?}", i.device_type),
+                    driver: i.driver.clone(),
+                    api_version: i.api_version.clone(),
+                },
+                None,
+            )
+        }
+        Err(e) => (DeviceRecord::default(), Some(e.to_string())),
+    };
+    match &device_error {
+        None => println!(
+            "device: {} ({}, {}), policy {}",
+            device.name, device.device_type, device.driver, options.policy
+        ),
+        Some(e) => println!("no Vulkan device: {e}"),
+    }
+    let mut report = Report {
+        device,
+        policy: options.policy.to_string(),
+        cases: Vec::new(),
+    };
+    for path in files {
+        let name = plan::case_name(&root, &path);
+        if let Some(f) = &filter {
+            if !name_matches(f, &name) {
+                continue;
+            }
+        }
+        let outcome = match plan::load(&root, &path) {
+            Err(e) => Outcome {
+                status: Status::Fail,
+                message: e.to_string(),
+                seconds: 0.0,
+                placements: Vec::new(),
+            },
+            Ok(p) if p.needs_device() && device_error.is_some() => Outcome {
+                status: Status::Fail,
+                message: format!(
+                    "needs a Vulkan device: {}",
+                    device_error.as_deref().unwrap_or("")
+                ),
+                seconds: 0.0,
+                placements: Vec::new(),
+            },
+            Ok(p) => exec::run(&p, &options),
+        };
+        match outcome.status {
+            Status::Pass => println!("pass  {name} ({:.2} s)", outcome.seconds),
+            Status::Skip => println!("skip  {name}: {}", outcome.message),
+            Status::Fail => println!(
+                "FAIL  {name}\n      {}",
+                outcome.message.replace('\n', "\n      ")
+            ),
+        }
+        report.cases.push(CaseRecord {
+            name,
+            path: path.display().to_string(),
+            outcome,
+        });
+    }
+    match report.write(&report_dir) {
+        Ok(dir) => println!("report: {}", dir.display()),
+        Err(e) => eprintln!(
+            "warning: cannot write the report to {}: {e}",
+            report_dir.display()
+        ),
+    }
+    let summary = report.summary();
+    println!("{summary}");
+    if summary.failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

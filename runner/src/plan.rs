@@ -1,0 +1,697 @@
+//! From case file to plan: parses the YAML, checks every name, shape and
+//! expression, and reports the first problem as `path:line:column: message`.
+
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::{Location, Spanned};
+use vkcopy::buffer::{dense_dims, Dim, MAX_DIMS};
+use vkcopy::memory::policy::MemoryRequest;
+use vkcopy::memory::table::{parse_property_flag, DeviceType};
+use vkcopy::{ElemType, MemoryTable, Policy, Role};
+
+use crate::case::{CaseFile, Selection, Step};
+use crate::expr::Expr;
+
+/// A problem in a case file, located.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}:{column}: {message}", path.display())]
+pub struct CaseError {
+    pub path: PathBuf,
+    /// 1-based; 0 when the problem has no place in the file (it cannot be read).
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+}
+
+/// Errors `expect_error` may name: the runtime's error names that a case can provoke.
+pub const EXPECTABLE_ERRORS: &[&str] = &[
+    "host_is_null",
+    "both_dirty",
+    "no_device_allocation",
+    "device_malloc_failed",
+    "incompatible_buffers",
+    "bad_dimensions",
+];
+
+/// A device type a case may require.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceReq {
+    Any,
+    Gpu,
+    Type(DeviceType),
+}
+
+impl DeviceReq {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "any" => DeviceReq::Any,
+            "gpu" => DeviceReq::Gpu,
+            "cpu" => DeviceReq::Type(DeviceType::Cpu),
+            "integrated_gpu" => DeviceReq::Type(DeviceType::IntegratedGpu),
+            "discrete_gpu" => DeviceReq::Type(DeviceType::DiscreteGpu),
+            "virtual_gpu" => DeviceReq::Type(DeviceType::VirtualGpu),
+            "other" => DeviceReq::Type(DeviceType::Other),
+            _ => return None,
+        })
+    }
+
+    /// Whether a device of type `t` meets this requirement.
+    pub fn accepts(self, t: DeviceType) -> bool {
+        match self {
+            DeviceReq::Any => true,
+            DeviceReq::Gpu => matches!(t, DeviceType::IntegratedGpu | DeviceType::DiscreteGpu),
+            DeviceReq::Type(want) => want == t,
+        }
+    }
+}
+
+/// A buffer of a plan.
+#[derive(Clone, Debug)]
+pub struct BufferDecl {
+    pub name: String,
+    pub elem: ElemType,
+    pub dims: Vec<Dim>,
+    pub host: bool,
+}
+
+/// One step of a plan, with where it was written.
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub line: u64,
+    pub column: u64,
+    pub kind: OpKind,
+}
+
+/// What a step does; buffers are indices into [`RuntimePlan::buffers`].
+#[derive(Clone, Debug)]
+pub enum OpKind {
+    FillHost {
+        buffer: usize,
+        value: Expr,
+    },
+    DeviceMalloc(usize),
+    DeviceFree(usize),
+    CopyToDevice(usize),
+    CopyToHost(usize),
+    SetDirty {
+        buffer: usize,
+        host: Option<bool>,
+        device: Option<bool>,
+    },
+    Expect {
+        buffer: usize,
+        value: Expr,
+    },
+    ExpectFlags {
+        buffer: usize,
+        host_dirty: Option<bool>,
+        device_dirty: Option<bool>,
+        has_device: Option<bool>,
+    },
+    ExpectError {
+        error: String,
+        op: Box<Op>,
+    },
+    ExpectMemory {
+        role: Role,
+        memory_type: Option<u32>,
+        flags: Option<Vec<String>>,
+    },
+}
+
+/// A case that runs on a device.
+#[derive(Clone, Debug)]
+pub struct RuntimePlan {
+    pub simulate_memory: Option<MemoryTable>,
+    pub buffers: Vec<BufferDecl>,
+    pub ops: Vec<Op>,
+}
+
+/// One selection check.
+#[derive(Clone, Debug)]
+pub struct SelectionCheck {
+    pub line: u64,
+    /// As written: `readback` or `device_to_host/cached_coherent`.
+    pub request: String,
+    pub role: Option<Role>,
+    pub raw: Option<MemoryRequest>,
+    pub expect: Vec<(Policy, u32)>,
+}
+
+/// A selection case: pure logic over a recorded table.
+#[derive(Clone, Debug)]
+pub struct SelectionPlan {
+    pub table_name: String,
+    pub table: MemoryTable,
+    pub checks: Vec<SelectionCheck>,
+}
+
+/// What a case does.
+#[derive(Clone, Debug)]
+pub enum PlanKind {
+    Runtime(RuntimePlan),
+    Selection(SelectionPlan),
+}
+
+/// A checked case, ready to run.
+#[derive(Clone, Debug)]
+pub struct CasePlan {
+    /// Test name: the path below `cases/` without `.yaml`, `/` written `::`.
+    pub name: String,
+    pub path: PathBuf,
+    pub about: String,
+    pub mirrors: Option<String>,
+    pub requires: Vec<DeviceReq>,
+    pub kind: PlanKind,
+}
+
+impl CasePlan {
+    /// Whether the case needs a Vulkan device.
+    pub fn needs_device(&self) -> bool {
+        matches!(self.kind, PlanKind::Runtime(_))
+    }
+
+    /// Why a device of type `t` cannot run this case, if it cannot.
+    pub fn unmet(&self, t: DeviceType) -> Option<String> {
+        if self.requires.is_empty() || self.requires.iter().any(|r| r.accepts(t)) {
+            return None;
+        }
+        Some(format!(
+            "needs a device of type {:?}; this one is {t:?}",
+            self.requires
+        ))
+    }
+}
+
+/// The test name of a case file below `root`.
+pub fn case_name(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path).with_extension("");
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    root: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn err(&self, at: &Location, message: impl Into<String>) -> CaseError {
+        CaseError {
+            path: self.path.to_owned(),
+            line: at.line(),
+            column: at.column(),
+            message: message.into(),
+        }
+    }
+
+    fn err_at(&self, line: u64, column: u64, message: impl Into<String>) -> CaseError {
+        CaseError {
+            path: self.path.to_owned(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn table(&self, name: &str, at: &Location, field: &str) -> Result<MemoryTable, CaseError> {
+        let file = self.root.join("devices").join(format!("{name}.yaml"));
+        if !file.is_file() {
+            return Err(self.err(
+                at,
+                format!(
+                    "{field}: no recorded table '{name}' ({} does not exist)",
+                    file.display()
+                ),
+            ));
+        }
+        MemoryTable::from_yaml_file(&file).map_err(|e| self.err(at, format!("{field}: {e}")))
+    }
+}
+
+/// The name of the field of `line` that starts before `column`: the last
+/// `name:` before it. Gives serde's "invalid value" errors a field name.
+fn field_at(src: &str, line: u64, column: u64) -> Option<String> {
+    let text = src.lines().nth(line.checked_sub(1)? as usize)?;
+    let before: String = text
+        .chars()
+        .take(column.saturating_sub(1) as usize)
+        .collect();
+    let key_end = before.rfind(':')?;
+    let key: String = before[..key_end]
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    (!key.is_empty()).then_some(key)
+}
+
+/// Reads and checks the case at `path`; `root` is the `cases/` folder.
+pub fn load(root: &Path, path: &Path) -> Result<CasePlan, CaseError> {
+    let src = std::fs::read_to_string(path).map_err(|e| CaseError {
+        path: path.to_owned(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(root, path, &src)
+}
+
+/// Checks the case text `src` as if read from `path`.
+pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError> {
+    let file: CaseFile = serde_saphyr::from_str(src).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        // The first line of serde-saphyr's message, without its own location prefix.
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("").to_owned();
+        let message = first
+            .split_once(": ")
+            .filter(|(pre, _)| pre.starts_with("error"))
+            .map_or(first.clone(), |(_, rest)| rest.to_owned());
+        let message = match field_at(src, line, column) {
+            Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
+            _ => message,
+        };
+        CaseError {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    let cx = Ctx { path, root };
+    let top = Location::UNKNOWN;
+
+    let mut requires = Vec::new();
+    for t in &file.requires.device_types {
+        requires.push(DeviceReq::parse(t).ok_or_else(|| {
+            cx.err_at(
+                1,
+                1,
+                format!("requires.device_types: unknown device type '{t}'; expected any, gpu, cpu, integrated_gpu, discrete_gpu, virtual_gpu or other"),
+            )
+        })?);
+    }
+
+    let kind = match (&file.selection, file.steps.is_empty()) {
+        (Some(sel), true) => {
+            if !file.buffers.is_empty() || file.simulate_memory.is_some() {
+                return Err(cx.err(
+                    &sel.referenced,
+                    "a selection case has no buffers or simulate_memory",
+                ));
+            }
+            PlanKind::Selection(selection(&cx, &sel.value, &sel.referenced)?)
+        }
+        (Some(sel), false) => {
+            return Err(cx.err(
+                &sel.referenced,
+                "a case has either `steps` or `selection`, not both",
+            ))
+        }
+        (None, true) => {
+            return Err(cx.err_at(1, 1, "the case has no `steps` (or `selection`)"));
+        }
+        (None, false) => PlanKind::Runtime(runtime(&cx, &file)?),
+    };
+    let _ = top;
+    Ok(CasePlan {
+        name: case_name(root, path),
+        path: path.to_owned(),
+        about: file.about,
+        mirrors: file.mirrors,
+        requires,
+        kind,
+    })
+}
+
+fn selection(cx: &Ctx, sel: &Selection, at: &Location) -> Result<SelectionPlan, CaseError> {
+    let table = cx.table(&sel.table, at, "selection.table")?;
+    let mut checks = Vec::new();
+    for e in &sel.expect {
+        let (role, raw) = match e.value.request.parse::<Role>() {
+            Ok(r) => (Some(r), None),
+            Err(_) => match e.value.request.parse::<MemoryRequest>() {
+                Ok(r) => (None, Some(r)),
+                Err(err) => {
+                    return Err(cx.err(
+                        &e.referenced,
+                        format!(
+                            "request '{}': not readback, upload, device or a visibility/caching pair: {err}",
+                            e.value.request
+                        ),
+                    ))
+                }
+            },
+        };
+        let mut expect = Vec::new();
+        for (p, v) in [
+            (Policy::HalideLegacy, e.value.halide_legacy),
+            (Policy::Halide, e.value.halide),
+            (Policy::Vkcopy, e.value.vkcopy),
+        ] {
+            if let Some(t) = v {
+                if t as usize >= table.types.len() {
+                    return Err(cx.err(
+                        &e.referenced,
+                        format!(
+                            "{p}: type {t} does not exist; {} has {} types",
+                            sel.table,
+                            table.types.len()
+                        ),
+                    ));
+                }
+                expect.push((p, t));
+            }
+        }
+        if expect.is_empty() {
+            return Err(cx.err(
+                &e.referenced,
+                "names no policy (halide-legacy, halide, vkcopy)",
+            ));
+        }
+        checks.push(SelectionCheck {
+            line: e.referenced.line(),
+            request: e.value.request.clone(),
+            role,
+            raw,
+            expect,
+        });
+    }
+    if checks.is_empty() {
+        return Err(cx.err(at, "selection.expect is empty"));
+    }
+    Ok(SelectionPlan {
+        table_name: sel.table.clone(),
+        table,
+        checks,
+    })
+}
+
+fn runtime(cx: &Ctx, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
+    let simulate_memory = match &file.simulate_memory {
+        Some(s) => Some(cx.table(&s.value, &s.referenced, "simulate_memory")?),
+        None => None,
+    };
+    let mut buffers = Vec::new();
+    for (name, spec) in &file.buffers {
+        let at = &spec.referenced;
+        let s = &spec.value;
+        let elem: ElemType = s
+            .elem
+            .parse()
+            .map_err(|e| cx.err(at, format!("buffer {name}: field type: {e}")))?;
+        let n = s.extent.len();
+        if n == 0 || n > MAX_DIMS {
+            return Err(cx.err(
+                at,
+                format!("buffer {name}: field extent: {n} dimensions; 1 to {MAX_DIMS} allowed"),
+            ));
+        }
+        if let Some(e) = s.extent.iter().find(|&&e| e < 0) {
+            return Err(cx.err(at, format!("buffer {name}: field extent: {e} is negative")));
+        }
+        let mut dims = dense_dims(&s.extent);
+        for (field, v) in [("min", &s.min), ("stride", &s.stride)] {
+            if let Some(v) = v {
+                if v.len() != n {
+                    return Err(cx.err(
+                        at,
+                        format!(
+                            "buffer {name}: field {field}: {} values for {n} dimensions",
+                            v.len()
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(m) = &s.min {
+            for (d, &m) in dims.iter_mut().zip(m) {
+                d.min = m;
+            }
+        }
+        if let Some(st) = &s.stride {
+            for (d, &st) in dims.iter_mut().zip(st) {
+                if st < 0 {
+                    return Err(cx.err(at, format!("buffer {name}: field stride: {st} is negative; negative strides are not supported")));
+                }
+                d.stride = st;
+            }
+        }
+        buffers.push(BufferDecl {
+            name: name.clone(),
+            elem,
+            dims,
+            host: s.host,
+        });
+    }
+    let mut ops = Vec::new();
+    for step in &file.steps {
+        ops.push(op(cx, &buffers, step)?);
+    }
+    Ok(RuntimePlan {
+        simulate_memory,
+        buffers,
+        ops,
+    })
+}
+
+fn op(cx: &Ctx, buffers: &[BufferDecl], step: &Spanned<Step>) -> Result<Op, CaseError> {
+    let at = &step.referenced;
+    let name = step.value.name();
+    let buf = |b: &str| -> Result<usize, CaseError> {
+        buffers.iter().position(|d| d.name == b).ok_or_else(|| {
+            let known: Vec<&str> = buffers.iter().map(|d| d.name.as_str()).collect();
+            cx.err(
+                at,
+                format!("{name}: unknown buffer '{b}'; buffers are {known:?}"),
+            )
+        })
+    };
+    let expr = |b: usize, field: &str, src: &str| -> Result<Expr, CaseError> {
+        let e = Expr::parse(src)
+            .map_err(|e| cx.err(at, format!("{name}: field {field}: '{src}': {e}")))?;
+        let dims = buffers[b].dims.len();
+        if let Some(d) = e.max_dim() {
+            if d >= dims {
+                return Err(cx.err(
+                    at,
+                    format!("{name}: field {field}: '{src}' uses dimension {d} but buffer {} has {dims}", buffers[b].name),
+                ));
+            }
+        }
+        Ok(e)
+    };
+    let kind = match &step.value {
+        Step::FillHost { buffer, value } => {
+            let b = buf(buffer)?;
+            if !buffers[b].host {
+                return Err(cx.err(at, format!("fill_host: buffer {buffer} has no host memory")));
+            }
+            OpKind::FillHost {
+                buffer: b,
+                value: expr(b, "value", value)?,
+            }
+        }
+        Step::DeviceMalloc(b) => OpKind::DeviceMalloc(buf(b)?),
+        Step::DeviceFree(b) => OpKind::DeviceFree(buf(b)?),
+        Step::CopyToDevice(b) => OpKind::CopyToDevice(buf(b)?),
+        Step::CopyToHost(b) => OpKind::CopyToHost(buf(b)?),
+        Step::SetDirty {
+            buffer,
+            host,
+            device,
+        } => OpKind::SetDirty {
+            buffer: buf(buffer)?,
+            host: *host,
+            device: *device,
+        },
+        Step::Expect { buffer, value } => {
+            let b = buf(buffer)?;
+            OpKind::Expect {
+                buffer: b,
+                value: expr(b, "value", value)?,
+            }
+        }
+        Step::ExpectFlags {
+            buffer,
+            host_dirty,
+            device_dirty,
+            has_device,
+        } => OpKind::ExpectFlags {
+            buffer: buf(buffer)?,
+            host_dirty: *host_dirty,
+            device_dirty: *device_dirty,
+            has_device: *has_device,
+        },
+        Step::ExpectError { error, step } => {
+            if !EXPECTABLE_ERRORS.contains(&error.as_str()) {
+                return Err(cx.err(at, format!("expect_error: field error: unknown error '{error}'; expected one of {EXPECTABLE_ERRORS:?}")));
+            }
+            OpKind::ExpectError {
+                error: error.clone(),
+                op: Box::new(op(cx, buffers, step)?),
+            }
+        }
+        Step::ExpectMemory {
+            role,
+            memory_type,
+            flags,
+        } => {
+            let role: Role = role.parse().map_err(|_| {
+                cx.err(
+                    at,
+                    format!(
+                        "expect_memory: field role: '{role}' is not readback, upload or device"
+                    ),
+                )
+            })?;
+            if let Some(fl) = flags {
+                if let Some(bad) = fl.iter().find(|f| parse_property_flag(f).is_none()) {
+                    return Err(cx.err(
+                        at,
+                        format!("expect_memory: field flags: unknown memory property flag '{bad}'"),
+                    ));
+                }
+            }
+            if memory_type.is_none() && flags.is_none() {
+                return Err(cx.err(at, "expect_memory: give `type`, `flags` or both"));
+            }
+            OpKind::ExpectMemory {
+                role,
+                memory_type: *memory_type,
+                flags: flags.clone(),
+            }
+        }
+    };
+    Ok(Op {
+        line: at.line(),
+        column: at.column(),
+        kind,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases")
+    }
+
+    fn parse_err(src: &str) -> String {
+        let root = root();
+        parse(&root, &root.join("basic/bad.yaml"), src)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn case_names_follow_the_folder() {
+        let r = Path::new("/x/cases");
+        assert_eq!(
+            case_name(r, Path::new("/x/cases/halide/device_crop.yaml")),
+            "halide::device_crop"
+        );
+    }
+
+    #[test]
+    fn unknown_field_is_located() {
+        let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_host: { buffer: g, valu: x }\n");
+        assert!(e.contains("basic/bad.yaml:5:29: "), "{e}");
+        assert!(e.contains("unknown field `valu`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_step_is_located() {
+        let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_hots: { buffer: g, value: x }\n");
+        assert!(e.contains("bad.yaml:5:5: "), "{e}");
+        assert!(e.contains("fill_hots"), "{e}");
+    }
+
+    #[test]
+    fn wrong_value_type_names_the_field() {
+        let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4], host: maybe }\nsteps:\n  - copy_to_host: g\n");
+        assert!(e.contains("bad.yaml:3:"), "{e}");
+        assert!(e.contains("host"), "{e}");
+    }
+
+    #[test]
+    fn bad_expression_names_step_and_field() {
+        let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - copy_to_host: g\n  - expect: { buffer: g, value: x + q }\n");
+        assert!(
+            e.contains("bad.yaml:6:5: expect: field value: 'x + q'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn expression_beyond_dimensions_is_an_error() {
+        let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_host: { buffer: g, value: y }\n");
+        assert!(e.contains("uses dimension 1 but buffer g has 1"), "{e}");
+    }
+
+    #[test]
+    fn unknown_buffer_is_an_error() {
+        let e = parse_err(
+            "about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - copy_to_host: h\n",
+        );
+        assert!(
+            e.contains("bad.yaml:5:5: copy_to_host: unknown buffer 'h'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_element_type_is_an_error() {
+        let e = parse_err(
+            "about: a\nbuffers:\n  g: { type: i33, extent: [4] }\nsteps:\n  - copy_to_host: g\n",
+        );
+        assert!(
+            e.contains("bad.yaml:3:6: buffer g: field type: unknown element type 'i33'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_table_is_an_error() {
+        let e = parse_err("about: a\nselection:\n  table: no-such-gpu\n  expect:\n    - { request: readback, vkcopy: 0 }\n");
+        assert!(e.contains("no recorded table 'no-such-gpu'"), "{e}");
+    }
+
+    #[test]
+    fn bad_request_is_an_error() {
+        let e = parse_err("about: a\nselection:\n  table: lavapipe\n  expect:\n    - { request: sideways, vkcopy: 0 }\n");
+        assert!(e.contains("bad.yaml:5:7: request 'sideways'"), "{e}");
+    }
+
+    #[test]
+    fn good_case_plans() {
+        let root = root();
+        let p = parse(
+            &root,
+            &root.join("basic/ok.yaml"),
+            "about: a\nbuffers:\n  g: { type: u16, extent: [4, 2], min: [1, 1] }\nsteps:\n  - fill_host: { buffer: g, value: x + 10*y }\n  - copy_to_device: g\n",
+        )
+        .unwrap();
+        assert_eq!(p.name, "basic::ok");
+        let PlanKind::Runtime(r) = p.kind else {
+            panic!("runtime case expected")
+        };
+        assert_eq!(
+            r.buffers[0].dims[1],
+            Dim {
+                min: 1,
+                extent: 2,
+                stride: 4
+            }
+        );
+        assert_eq!(r.ops.len(), 2);
+        assert_eq!(r.ops[1].line, 6);
+    }
+}

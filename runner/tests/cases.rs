@@ -1,0 +1,85 @@
+//! Every YAML case below `cases/` as one test, on the default Vulkan device.
+//!
+//! A case the device cannot run is ignored, with the reason as its kind. With
+//! no Vulkan device at all, device cases are ignored with the reason, or fail
+//! when `CI` is set (CI must really run them).
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use vkcopy::{Context, ContextOptions};
+use vkcopy_suite::discover::{case_files, cases_root};
+use vkcopy_suite::exec::{self, Status};
+use vkcopy_suite::plan;
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = cases_root();
+    let files = case_files(&root).unwrap_or_else(|e| {
+        eprintln!("cannot list cases in {}: {e}", root.display());
+        std::process::exit(2)
+    });
+    let options = ContextOptions::from_env().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
+    // Probe the device once, to skip what it cannot run before running anything.
+    let device = match Context::new(options.clone()) {
+        Ok(ctx) => Ok(ctx.info().device_type),
+        Err(e) => Err(e.to_string()),
+    };
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+
+    let mut trials = Vec::new();
+    for path in files {
+        let name = plan::case_name(&root, &path);
+        let plan = match plan::load(&root, &path) {
+            Ok(p) => p,
+            Err(e) => {
+                let message = e.to_string();
+                trials.push(Trial::test(name, move || Err(Failed::from(message))));
+                continue;
+            }
+        };
+        if plan.needs_device() {
+            match &device {
+                Err(e) if !in_ci => {
+                    trials.push(
+                        Trial::test(name, || Ok(()))
+                            .with_kind("no Vulkan device")
+                            .with_ignored_flag(true),
+                    );
+                    let _ = e;
+                    continue;
+                }
+                Err(e) => {
+                    let message = format!("needs a Vulkan device and none could be opened: {e}");
+                    trials.push(Trial::test(name, move || Err(Failed::from(message))));
+                    continue;
+                }
+                Ok(t) => {
+                    if let Some(why) = plan.unmet(*t) {
+                        trials.push(
+                            Trial::test(name, || Ok(()))
+                                .with_kind(format!("skip: {why}"))
+                                .with_ignored_flag(true),
+                        );
+                        continue;
+                    }
+                }
+            }
+        }
+        let options = options.clone();
+        trials.push(Trial::test(name, move || {
+            let out = exec::run(&plan, &options);
+            match out.status {
+                Status::Pass | Status::Skip => Ok(()),
+                Status::Fail => Err(Failed::from(out.message)),
+            }
+        }));
+    }
+    if let Err(e) = &device {
+        if !in_ci {
+            eprintln!("note: no Vulkan device ({e}); device cases are ignored");
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

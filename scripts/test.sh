@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests and every YAML case as its own test, on the
+# default Vulkan device (lavapipe where there is no GPU), under the Khronos
+# validation layer with synchronization validation. Extra arguments go to
+# `cargo test` (e.g. `scripts/test.sh -- halide::`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-vulkan.sh
+export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
+exec cargo test --workspace "$@"
