@@ -293,6 +293,36 @@ impl Buffer {
         })
     }
 
+    pub(crate) fn from_parts(
+        name: &str,
+        elem: ElemType,
+        dims: Vec<Dim>,
+        host: Option<HostView>,
+        device: Option<DeviceView>,
+        host_dirty: bool,
+        device_dirty: bool,
+    ) -> Buffer {
+        Buffer {
+            name: name.to_owned(),
+            elem,
+            dims,
+            host,
+            device,
+            host_dirty,
+            device_dirty,
+        }
+    }
+
+    /// The host side: shared memory and the offset of the element at the mins.
+    pub fn host_view(&self) -> Option<&HostView> {
+        self.host.as_ref()
+    }
+
+    /// The device side: region and element offset.
+    pub fn device_view(&self) -> Option<&DeviceView> {
+        self.device.as_ref()
+    }
+
     /// The name used in messages.
     pub fn name(&self) -> &str {
         &self.name

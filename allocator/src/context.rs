@@ -151,6 +151,16 @@ pub struct DeviceInfo {
     /// Nanoseconds per timestamp tick.
     pub timestamp_period: f32,
     pub queue_family: u32,
+    /// `maxStorageBufferRange`: the most bytes one storage-buffer binding may cover.
+    pub max_storage_buffer_range: u32,
+    /// `maxComputeWorkGroupCount`.
+    pub max_compute_work_group_count: [u32; 3],
+    /// `maxPerStageDescriptorStorageBuffers`.
+    pub max_per_stage_descriptor_storage_buffers: u32,
+    /// Optional device features that were enabled because the device has them, by
+    /// their Vulkan names: `shaderInt64`, `shaderFloat64`. The compute kernels need
+    /// them for 64-bit element types.
+    pub features: Vec<&'static str>,
 }
 
 /// A physical device as listed by [`Context::list_devices`].
@@ -176,6 +186,8 @@ pub(crate) struct Shared {
     pub(crate) stats: Stats,
     pub(crate) allocator: Allocator,
     pub(crate) submitter: Submitter,
+    /// Compiled compute kernels; destroyed before the device.
+    pub(crate) kernels: crate::kernels::KernelCache,
 }
 
 /// A Vulkan context. Cheap to clone; safe to share between threads.
@@ -474,7 +486,22 @@ impl Context {
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        let device_info = vk::DeviceCreateInfo::default().queue_create_infos(&queue_info);
+        // Optional features the compute kernels use, enabled when present.
+        // SAFETY: `physical` was enumerated from this instance.
+        let supported = unsafe { instance_ref.get_physical_device_features(physical) };
+        let mut features = Vec::new();
+        let mut enabled = vk::PhysicalDeviceFeatures::default();
+        if supported.shader_int64 == vk::TRUE {
+            enabled.shader_int64 = vk::TRUE;
+            features.push("shaderInt64");
+        }
+        if supported.shader_float64 == vk::TRUE {
+            enabled.shader_float64 = vk::TRUE;
+            features.push("shaderFloat64");
+        }
+        let device_info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_features(&enabled);
         // SAFETY: valid create info referring to locals; destroyed in Shared::drop.
         let device = unsafe { instance_ref.create_device(physical, &device_info, None) }
             .vk("vkCreateDevice")?;
@@ -495,6 +522,12 @@ impl Context {
             max_memory_allocation_size: maint3.max_memory_allocation_size,
             timestamp_period: props.limits.timestamp_period,
             queue_family,
+            max_storage_buffer_range: props.limits.max_storage_buffer_range,
+            max_compute_work_group_count: props.limits.max_compute_work_group_count,
+            max_per_stage_descriptor_storage_buffers: props
+                .limits
+                .max_per_stage_descriptor_storage_buffers,
+            features,
         };
         let submitter = match Submitter::new(&device, queue, queue_family) {
             Ok(s) => s,
@@ -527,6 +560,7 @@ impl Context {
                 stats,
                 allocator,
                 submitter,
+                kernels: crate::kernels::KernelCache::default(),
             }),
         })
     }
@@ -574,6 +608,13 @@ impl Context {
             .unwrap_or_default()
     }
 
+    /// The `ash` device, for tests that need to make raw Vulkan calls (for example to
+    /// check that validation messages are caught). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn raw_device(&self) -> &ash::Device {
+        &self.shared.device
+    }
+
     /// Whether both contexts are the same device connection.
     pub fn same(&self, other: &Context) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -619,6 +660,7 @@ impl Drop for Shared {
         // allocation (which hold an Arc to it) are gone; nothing else uses the device.
         unsafe {
             let _ = self.device.device_wait_idle();
+            self.kernels.destroy(&self.device, &self.stats);
             self.allocator.destroy(&self.device, &self.stats);
             self.submitter.destroy(&self.device);
             self.stats.command_pool_destroyed();

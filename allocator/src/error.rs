@@ -70,6 +70,24 @@ pub enum Error {
     #[error("bad_dimensions: {0}")]
     BadDimensions(String),
 
+    /// A compute kernel does not support this element type on this device: the
+    /// device lacks a feature (`shaderInt64` for i64/u64, `shaderFloat64` for f64).
+    #[error("unsupported_type: {elem} kernels need the device feature {missing_feature}")]
+    UnsupportedType {
+        elem: crate::buffer::ElemType,
+        missing_feature: &'static str,
+    },
+
+    /// Generated WGSL failed to parse, validate or translate to SPIR-V (a bug in
+    /// the kernel generator, reported rather than panicking).
+    #[error("kernel_compile_failed: {0}")]
+    KernelCompileFailed(String),
+
+    /// A crop or slice outside its parent, or of the wrong shape.
+    /// Halide: `halide_error_code_device_crop_failed`.
+    #[error("device_crop_failed: {0}")]
+    CropFailed(String),
+
     /// A memory table is malformed.
     #[error(transparent)]
     Table(#[from] TableError),
@@ -95,6 +113,9 @@ impl Error {
             Error::NoDeviceAllocation(_) => "no_device_allocation",
             Error::IncompatibleBuffers(_) => "incompatible_buffers",
             Error::BadDimensions(_) => "bad_dimensions",
+            Error::UnsupportedType { .. } => "unsupported_type",
+            Error::KernelCompileFailed(_) => "kernel_compile_failed",
+            Error::CropFailed(_) => "device_crop_failed",
             Error::Table(_) => "bad_memory_table",
             Error::Select(_) => "device_malloc_failed",
         }

@@ -11,8 +11,11 @@ pub mod context;
 pub mod copy;
 pub mod device;
 pub mod error;
+pub mod expr;
+pub mod kernels;
 pub mod memory;
 mod submit;
+pub mod view;
 
 pub use buffer::{Buffer, Dim, ElemType, Value};
 pub use context::{Context, ContextOptions, DeviceInfo, DeviceSelector, DeviceTypeFilter};

@@ -92,8 +92,44 @@ pub enum Step {
         #[serde(default)]
         device: Option<bool>,
     },
-    /// Checks every host element against `value`.
-    Expect { buffer: String, value: String },
+    /// Checks host elements against `value`: every element, or those in the box
+    /// `min`..`min + extent` (clipped to the buffer).
+    Expect {
+        buffer: String,
+        value: String,
+        #[serde(default)]
+        min: Option<Vec<i64>>,
+        #[serde(default)]
+        extent: Option<Vec<i64>>,
+    },
+    /// Makes `to`, a view of the box `min`..`min + extent` of `from`.
+    Crop {
+        from: String,
+        to: String,
+        min: Vec<i64>,
+        extent: Vec<i64>,
+    },
+    /// Makes `to`, a view of `from` with dimension `dim` fixed at `pos`.
+    Slice {
+        from: String,
+        to: String,
+        dim: usize,
+        pos: i64,
+    },
+    /// Drops a view (crop, slice or view_no_host); its memory stays with the others.
+    ReleaseCrop(String),
+    /// Drops a buffer: its host memory, and its device memory unless a view holds it.
+    Release(String),
+    /// Makes `to`, the same buffer without host memory (a raw `halide_buffer_t` copy
+    /// with `host = null`).
+    ViewNoHost { from: String, to: String },
+    /// Halide's `halide_buffer_copy` from `from` to `to`'s device (`to_device: true`)
+    /// or host memory.
+    BufferCopy {
+        from: String,
+        to: String,
+        to_device: bool,
+    },
     /// Checks the dirty bits and whether a device allocation exists.
     ExpectFlags {
         buffer: String,
@@ -130,6 +166,12 @@ impl Step {
             Step::CopyToHost(_) => "copy_to_host",
             Step::SetDirty { .. } => "set_dirty",
             Step::Expect { .. } => "expect",
+            Step::Crop { .. } => "crop",
+            Step::Slice { .. } => "slice",
+            Step::ReleaseCrop(_) => "release_crop",
+            Step::Release(_) => "release",
+            Step::ViewNoHost { .. } => "view_no_host",
+            Step::BufferCopy { .. } => "buffer_copy",
             Step::ExpectFlags { .. } => "expect_flags",
             Step::ExpectError { .. } => "expect_error",
             Step::ExpectMemory { .. } => "expect_memory",

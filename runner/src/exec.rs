@@ -165,10 +165,53 @@ pub fn check_selection(s: &SelectionPlan) -> Result<(), String> {
     }
 }
 
+/// The buffers and views of a running case, by slot.
+struct Slots {
+    names: Vec<String>,
+    bufs: Vec<Option<Buffer>>,
+}
+
+impl Slots {
+    fn get(&self, i: usize) -> Result<&Buffer, StepError> {
+        self.bufs[i].as_ref().ok_or_else(|| self.missing(i))
+    }
+
+    fn get_mut(&mut self, i: usize) -> Result<&mut Buffer, StepError> {
+        if self.bufs[i].is_none() {
+            return Err(self.missing(i));
+        }
+        Ok(self.bufs[i].as_mut().expect("checked"))
+    }
+
+    /// Two different slots, the second mutable.
+    fn pair(&mut self, a: usize, b: usize) -> Result<(&Buffer, &mut Buffer), StepError> {
+        self.get(a)?;
+        self.get(b)?;
+        let (x, y) = if a < b {
+            let (lo, hi) = self.bufs.split_at_mut(b);
+            (lo[a].as_ref(), hi[0].as_mut())
+        } else {
+            let (lo, hi) = self.bufs.split_at_mut(a);
+            (hi[0].as_ref(), lo[b].as_mut())
+        };
+        Ok((x.expect("checked"), y.expect("checked")))
+    }
+
+    fn missing(&self, i: usize) -> StepError {
+        StepError::Check(format!(
+            "buffer {} does not exist (released, or the step that makes it failed)",
+            self.names[i]
+        ))
+    }
+}
+
 fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), String> {
-    let mut bufs = Vec::new();
-    for d in &plan.buffers {
-        bufs.push(
+    let mut bufs = Slots {
+        names: plan.slots.clone(),
+        bufs: (0..plan.slots.len()).map(|_| None).collect(),
+    };
+    for (i, d) in plan.buffers.iter().enumerate() {
+        bufs.bufs[i] = Some(
             Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host)
                 .map_err(|e| format!("buffer {}: {e}", d.name))?,
         );
@@ -206,23 +249,23 @@ impl std::fmt::Display for StepError {
     }
 }
 
-fn step(ctx: &Context, bufs: &mut [Buffer], op: &Op) -> Result<(), StepError> {
+fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
     let err = StepError::Runtime;
     match &op.kind {
         OpKind::FillHost { buffer, value } => {
             let f = value.compile();
-            bufs[*buffer].fill(|c| f.eval(c)).map_err(err)
+            bufs.get_mut(*buffer)?.fill(|c| f.eval(c)).map_err(err)
         }
-        OpKind::DeviceMalloc(b) => ctx.device_malloc(&mut bufs[*b]).map_err(err),
-        OpKind::DeviceFree(b) => ctx.device_free(&mut bufs[*b]).map_err(err),
-        OpKind::CopyToDevice(b) => ctx.copy_to_device(&mut bufs[*b]).map_err(err),
-        OpKind::CopyToHost(b) => ctx.copy_to_host(&mut bufs[*b]).map_err(err),
+        OpKind::DeviceMalloc(b) => ctx.device_malloc(bufs.get_mut(*b)?).map_err(err),
+        OpKind::DeviceFree(b) => ctx.device_free(bufs.get_mut(*b)?).map_err(err),
+        OpKind::CopyToDevice(b) => ctx.copy_to_device(bufs.get_mut(*b)?).map_err(err),
+        OpKind::CopyToHost(b) => ctx.copy_to_host(bufs.get_mut(*b)?).map_err(err),
         OpKind::SetDirty {
             buffer,
             host,
             device,
         } => {
-            let b = &mut bufs[*buffer];
+            let b = bufs.get_mut(*buffer)?;
             if let Some(h) = host {
                 b.host_dirty = *h;
             }
@@ -231,8 +274,28 @@ fn step(ctx: &Context, bufs: &mut [Buffer], op: &Op) -> Result<(), StepError> {
             }
             Ok(())
         }
-        OpKind::Expect { buffer, value } => {
-            let b = &bufs[*buffer];
+        OpKind::Expect {
+            buffer,
+            value,
+            region,
+        } => {
+            let whole = bufs.get(*buffer)?;
+            let part;
+            let b = match region {
+                None => whole,
+                Some((min, extent)) => {
+                    // The box clipped to the buffer, as a host view.
+                    let (mut lo, mut ext) = (Vec::new(), Vec::new());
+                    for (d, (&m, &e)) in whole.dims().iter().zip(min.iter().zip(extent)) {
+                        let a = m.max(d.min);
+                        let b = (m + e).min(d.min + d.extent).max(a);
+                        lo.push(a);
+                        ext.push(b - a);
+                    }
+                    part = whole.cropped(whole.name(), &lo, &ext).map_err(err)?;
+                    &part
+                }
+            };
             let f = value.compile();
             let cmp = b.compare(|c| f.eval(c), 5).map_err(err)?;
             let count = cmp.mismatches;
@@ -257,7 +320,7 @@ fn step(ctx: &Context, bufs: &mut [Buffer], op: &Op) -> Result<(), StepError> {
             device_dirty,
             has_device,
         } => {
-            let b = &bufs[*buffer];
+            let b = bufs.get(*buffer)?;
             let mut wrong = Vec::new();
             let mut check = |what: &str, want: Option<bool>, got: bool| {
                 if let Some(w) = want {
@@ -278,6 +341,42 @@ fn step(ctx: &Context, bufs: &mut [Buffer], op: &Op) -> Result<(), StepError> {
                     wrong.join(", ")
                 )))
             }
+        }
+        OpKind::Crop {
+            from,
+            to,
+            min,
+            extent,
+        } => {
+            let name = bufs.names[*to].clone();
+            let v = bufs.get(*from)?.cropped(&name, min, extent).map_err(err)?;
+            bufs.bufs[*to] = Some(v);
+            Ok(())
+        }
+        OpKind::Slice { from, to, dim, pos } => {
+            let name = bufs.names[*to].clone();
+            let v = bufs.get(*from)?.sliced(&name, *dim, *pos).map_err(err)?;
+            bufs.bufs[*to] = Some(v);
+            Ok(())
+        }
+        OpKind::ViewNoHost { from, to } => {
+            let name = bufs.names[*to].clone();
+            let v = bufs.get(*from)?.without_host(&name);
+            bufs.bufs[*to] = Some(v);
+            Ok(())
+        }
+        OpKind::Release(b) => {
+            bufs.get(*b)?;
+            bufs.bufs[*b] = None;
+            Ok(())
+        }
+        OpKind::BufferCopy {
+            from,
+            to,
+            to_device,
+        } => {
+            let (src, dst) = bufs.pair(*from, *to)?;
+            ctx.buffer_copy(src, dst, *to_device).map(|_| ()).map_err(err)
         }
         OpKind::ExpectError { error, op: inner } => match step(ctx, bufs, inner) {
             Ok(()) => Err(StepError::Check(format!(

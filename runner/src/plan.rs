@@ -55,6 +55,19 @@ impl DeviceReq {
         })
     }
 
+    /// The name as cases write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceReq::Any => "any",
+            DeviceReq::Gpu => "gpu",
+            DeviceReq::Type(DeviceType::Cpu) => "cpu",
+            DeviceReq::Type(DeviceType::IntegratedGpu) => "integrated_gpu",
+            DeviceReq::Type(DeviceType::DiscreteGpu) => "discrete_gpu",
+            DeviceReq::Type(DeviceType::VirtualGpu) => "virtual_gpu",
+            DeviceReq::Type(DeviceType::Other) => "other",
+        }
+    }
+
     /// Whether a device of type `t` meets this requirement.
     pub fn accepts(self, t: DeviceType) -> bool {
         match self {
@@ -82,7 +95,7 @@ pub struct Op {
     pub kind: OpKind,
 }
 
-/// What a step does; buffers are indices into [`RuntimePlan::buffers`].
+/// What a step does; buffers are slot indices (see [`RuntimePlan::slots`]).
 #[derive(Clone, Debug)]
 pub enum OpKind {
     FillHost {
@@ -101,6 +114,31 @@ pub enum OpKind {
     Expect {
         buffer: usize,
         value: Expr,
+        /// (min, extent) of the box to check; None checks every element.
+        region: Option<(Vec<i64>, Vec<i64>)>,
+    },
+    Crop {
+        from: usize,
+        to: usize,
+        min: Vec<i64>,
+        extent: Vec<i64>,
+    },
+    Slice {
+        from: usize,
+        to: usize,
+        dim: usize,
+        pos: i64,
+    },
+    ViewNoHost {
+        from: usize,
+        to: usize,
+    },
+    /// Drops a buffer or view.
+    Release(usize),
+    BufferCopy {
+        from: usize,
+        to: usize,
+        to_device: bool,
     },
     ExpectFlags {
         buffer: usize,
@@ -123,7 +161,10 @@ pub enum OpKind {
 #[derive(Clone, Debug)]
 pub struct RuntimePlan {
     pub simulate_memory: Option<MemoryTable>,
+    /// Declared buffers: slots `0..buffers.len()`.
     pub buffers: Vec<BufferDecl>,
+    /// The name of every slot: the declared buffers, then the views steps create.
+    pub slots: Vec<String>,
     pub ops: Vec<Op>,
 }
 
@@ -176,9 +217,11 @@ impl CasePlan {
         if self.requires.is_empty() || self.requires.iter().any(|r| r.accepts(t)) {
             return None;
         }
+        let wanted: Vec<&str> = self.requires.iter().map(|r| r.name()).collect();
         Some(format!(
-            "needs a device of type {:?}; this one is {t:?}",
-            self.requires
+            "needs a {} device; this one is {}",
+            wanted.join(" or "),
+            DeviceReq::Type(t).name()
         ))
     }
 }
@@ -450,72 +493,255 @@ fn runtime(cx: &Ctx, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
             host: s.host,
         });
     }
+    let mut syms = Symbols {
+        slots: buffers
+            .iter()
+            .map(|b| Slot {
+                name: b.name.clone(),
+                elem: b.elem,
+                dims: b.dims.clone(),
+                host: b.host,
+                view: false,
+            })
+            .collect(),
+    };
     let mut ops = Vec::new();
     for step in &file.steps {
-        ops.push(op(cx, &buffers, step)?);
+        ops.push(op(cx, &mut syms, step)?);
     }
     Ok(RuntimePlan {
         simulate_memory,
         buffers,
+        slots: syms.slots.iter().map(|s| s.name.clone()).collect(),
         ops,
     })
 }
 
-fn op(cx: &Ctx, buffers: &[BufferDecl], step: &Spanned<Step>) -> Result<Op, CaseError> {
+/// A buffer or view as the planner knows it: what later steps may do with it.
+struct Slot {
+    name: String,
+    elem: ElemType,
+    dims: Vec<Dim>,
+    host: bool,
+    view: bool,
+}
+
+/// Buffers and the views steps create; a name refers to its latest slot.
+struct Symbols {
+    slots: Vec<Slot>,
+}
+
+impl Symbols {
+    fn find(&self, name: &str) -> Option<usize> {
+        self.slots.iter().rposition(|s| s.name == name)
+    }
+}
+
+fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseError> {
     let at = &step.referenced;
     let name = step.value.name();
-    let buf = |b: &str| -> Result<usize, CaseError> {
-        buffers.iter().position(|d| d.name == b).ok_or_else(|| {
-            let known: Vec<&str> = buffers.iter().map(|d| d.name.as_str()).collect();
+    let buf = |syms: &Symbols, b: &str| -> Result<usize, CaseError> {
+        syms.find(b).ok_or_else(|| {
+            let known: Vec<&str> = syms.slots.iter().map(|d| d.name.as_str()).collect();
             cx.err(
                 at,
                 format!("{name}: unknown buffer '{b}'; buffers are {known:?}"),
             )
         })
     };
-    let expr = |b: usize, field: &str, src: &str| -> Result<Expr, CaseError> {
+    let new_slot = |syms: &Symbols, to: &str| -> Result<(), CaseError> {
+        if syms.find(to).is_some() {
+            return Err(cx.err(at, format!("{name}: field to: '{to}' already names a buffer")));
+        }
+        Ok(())
+    };
+    let expr = |syms: &Symbols, b: usize, field: &str, src: &str| -> Result<Expr, CaseError> {
         let e = Expr::parse(src)
             .map_err(|e| cx.err(at, format!("{name}: field {field}: '{src}': {e}")))?;
-        let dims = buffers[b].dims.len();
+        let dims = syms.slots[b].dims.len();
         if let Some(d) = e.max_dim() {
             if d >= dims {
                 return Err(cx.err(
                     at,
-                    format!("{name}: field {field}: '{src}' uses dimension {d} but buffer {} has {dims}", buffers[b].name),
+                    format!(
+                        "{name}: field {field}: '{src}' uses dimension {d} but buffer {} has {dims}",
+                        syms.slots[b].name
+                    ),
                 ));
             }
         }
         Ok(e)
     };
+    let same_len = |field: &str, v: &[i64], n: usize| -> Result<(), CaseError> {
+        if v.len() != n {
+            return Err(cx.err(
+                at,
+                format!("{name}: field {field}: {} values for {n} dimensions", v.len()),
+            ));
+        }
+        Ok(())
+    };
     let kind = match &step.value {
         Step::FillHost { buffer, value } => {
-            let b = buf(buffer)?;
-            if !buffers[b].host {
+            let b = buf(syms, buffer)?;
+            if !syms.slots[b].host {
                 return Err(cx.err(at, format!("fill_host: buffer {buffer} has no host memory")));
             }
             OpKind::FillHost {
                 buffer: b,
-                value: expr(b, "value", value)?,
+                value: expr(syms, b, "value", value)?,
             }
         }
-        Step::DeviceMalloc(b) => OpKind::DeviceMalloc(buf(b)?),
-        Step::DeviceFree(b) => OpKind::DeviceFree(buf(b)?),
-        Step::CopyToDevice(b) => OpKind::CopyToDevice(buf(b)?),
-        Step::CopyToHost(b) => OpKind::CopyToHost(buf(b)?),
+        Step::DeviceMalloc(b) => OpKind::DeviceMalloc(buf(syms, b)?),
+        Step::DeviceFree(b) => OpKind::DeviceFree(buf(syms, b)?),
+        Step::CopyToDevice(b) => OpKind::CopyToDevice(buf(syms, b)?),
+        Step::CopyToHost(b) => OpKind::CopyToHost(buf(syms, b)?),
         Step::SetDirty {
             buffer,
             host,
             device,
         } => OpKind::SetDirty {
-            buffer: buf(buffer)?,
+            buffer: buf(syms, buffer)?,
             host: *host,
             device: *device,
         },
-        Step::Expect { buffer, value } => {
-            let b = buf(buffer)?;
+        Step::Expect {
+            buffer,
+            value,
+            min,
+            extent,
+        } => {
+            let b = buf(syms, buffer)?;
+            let n = syms.slots[b].dims.len();
+            let region = match (min, extent) {
+                (None, None) => None,
+                (Some(m), Some(e)) => {
+                    same_len("min", m, n)?;
+                    same_len("extent", e, n)?;
+                    Some((m.clone(), e.clone()))
+                }
+                _ => return Err(cx.err(at, "expect: give both `min` and `extent`, or neither")),
+            };
             OpKind::Expect {
                 buffer: b,
-                value: expr(b, "value", value)?,
+                value: expr(syms, b, "value", value)?,
+                region,
+            }
+        }
+        Step::Crop {
+            from,
+            to,
+            min,
+            extent,
+        } => {
+            let f = buf(syms, from)?;
+            new_slot(syms, to)?;
+            let n = syms.slots[f].dims.len();
+            same_len("min", min, n)?;
+            same_len("extent", extent, n)?;
+            let parent = &syms.slots[f];
+            let dims = parent
+                .dims
+                .iter()
+                .zip(min.iter().zip(extent))
+                .map(|(d, (&min, &extent))| Dim {
+                    min,
+                    extent,
+                    stride: d.stride,
+                })
+                .collect();
+            let slot = Slot {
+                name: to.clone(),
+                elem: parent.elem,
+                dims,
+                host: parent.host,
+                view: true,
+            };
+            syms.slots.push(slot);
+            OpKind::Crop {
+                from: f,
+                to: syms.slots.len() - 1,
+                min: min.clone(),
+                extent: extent.clone(),
+            }
+        }
+        Step::Slice { from, to, dim, pos } => {
+            let f = buf(syms, from)?;
+            new_slot(syms, to)?;
+            let parent = &syms.slots[f];
+            if *dim >= parent.dims.len() || parent.dims.len() == 1 {
+                return Err(cx.err(
+                    at,
+                    format!(
+                        "slice: field dim: {dim}, but {from} has {} dimensions (a slice keeps at least one)",
+                        parent.dims.len()
+                    ),
+                ));
+            }
+            let mut dims = parent.dims.clone();
+            dims.remove(*dim);
+            let slot = Slot {
+                name: to.clone(),
+                elem: parent.elem,
+                dims,
+                host: parent.host,
+                view: true,
+            };
+            syms.slots.push(slot);
+            OpKind::Slice {
+                from: f,
+                to: syms.slots.len() - 1,
+                dim: *dim,
+                pos: *pos,
+            }
+        }
+        Step::ViewNoHost { from, to } => {
+            let f = buf(syms, from)?;
+            new_slot(syms, to)?;
+            let parent = &syms.slots[f];
+            let slot = Slot {
+                name: to.clone(),
+                elem: parent.elem,
+                dims: parent.dims.clone(),
+                host: false,
+                view: true,
+            };
+            syms.slots.push(slot);
+            OpKind::ViewNoHost {
+                from: f,
+                to: syms.slots.len() - 1,
+            }
+        }
+        Step::ReleaseCrop(b) => {
+            let i = buf(syms, b)?;
+            if !syms.slots[i].view {
+                return Err(cx.err(
+                    at,
+                    format!("release_crop: {b} is a buffer, not a crop, slice or view; use release"),
+                ));
+            }
+            syms.slots[i].name = format!("{b} (released)");
+            OpKind::Release(i)
+        }
+        Step::Release(b) => {
+            let i = buf(syms, b)?;
+            syms.slots[i].name = format!("{b} (released)");
+            OpKind::Release(i)
+        }
+        Step::BufferCopy {
+            from,
+            to,
+            to_device,
+        } => {
+            let f = buf(syms, from)?;
+            let t = buf(syms, to)?;
+            if f == t {
+                return Err(cx.err(at, "buffer_copy: `from` and `to` are the same buffer"));
+            }
+            OpKind::BufferCopy {
+                from: f,
+                to: t,
+                to_device: *to_device,
             }
         }
         Step::ExpectFlags {
@@ -524,7 +750,7 @@ fn op(cx: &Ctx, buffers: &[BufferDecl], step: &Spanned<Step>) -> Result<Op, Case
             device_dirty,
             has_device,
         } => OpKind::ExpectFlags {
-            buffer: buf(buffer)?,
+            buffer: buf(syms, buffer)?,
             host_dirty: *host_dirty,
             device_dirty: *device_dirty,
             has_device: *has_device,
@@ -535,7 +761,7 @@ fn op(cx: &Ctx, buffers: &[BufferDecl], step: &Spanned<Step>) -> Result<Op, Case
             }
             OpKind::ExpectError {
                 error: error.clone(),
-                op: Box::new(op(cx, buffers, step)?),
+                op: Box::new(op(cx, syms, step)?),
             }
         }
         Step::ExpectMemory {

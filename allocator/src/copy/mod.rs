@@ -22,6 +22,42 @@ pub use plan::CopyPlan;
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
 const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
+/// Which way [`Context::buffer_copy`] moved the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyPath {
+    HostToHost,
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+}
+
+fn no_valid_data(src: &Buffer) -> Error {
+    Error::NoDeviceAllocation(format!(
+        "{} holds no valid data: no host memory, or a stale host (device_dirty), and no device memory",
+        src.name()
+    ))
+}
+
+/// Copies the intersection of two host views; views of one host memory are copied
+/// through a temporary, so overlapping boxes behave as `memmove`.
+pub fn host_to_host(src: (&HostView, &[Dim]), dst: (&HostView, &[Dim]), elem_bytes: usize) -> Result<()> {
+    let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+    if plan.chunks() == 0 {
+        return Ok(());
+    }
+    if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
+        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        let mut temp = vec![0u8; plan.bytes() as usize];
+        plan.to_dense_dst().copy_host(&mem[src.0.offset..], &mut temp);
+        plan.from_dense_src().copy_host(&temp, &mut mem[dst.0.offset..]);
+        return Ok(());
+    }
+    let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+    let mut d = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+    plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
+    Ok(())
+}
+
 /// Byte range of a mapped allocation, aligned to `nonCoherentAtomSize` and clamped
 /// to the allocation (VUID-VkMappedMemoryRange-size-01390).
 fn atom_range(a: &Allocation, atom: u64, offset: u64, size: u64) -> (u64, u64) {
@@ -192,6 +228,127 @@ impl Context {
         plan.from_dense_src()
             .copy_host(staged, &mut mem[dst.0.offset..]);
         Ok(())
+    }
+
+    /// Copies the intersection of two device views on the device. Copies within one
+    /// region go through a temporary buffer: `vkCmdCopyBuffer` regions of one buffer
+    /// must not overlap (VUID-vkCmdCopyBuffer-pRegions-00117).
+    pub fn device_to_device(
+        &self,
+        src: (&DeviceView, &[Dim]),
+        dst: (&DeviceView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let src_off = src.0.byte_offset(elem_bytes);
+        let dst_off = dst.0.byte_offset(elem_bytes);
+        for (side, off, end, size) in [
+            ("source", src_off, plan.src_end(), src.0.region.size()),
+            ("destination", dst_off, plan.dst_end(), dst.0.region.size()),
+        ] {
+            if off + end > size {
+                return Err(Error::BadDimensions(format!(
+                    "{side} of the copy ends at byte {} of a {size}-byte device region",
+                    off + end
+                )));
+            }
+        }
+        let (sb, db) = (src.0.region.alloc.buffer, dst.0.region.alloc.buffer);
+        if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
+            return self.shared.submitter.run(&self.shared.device, |cmd| {
+                self.record_copy(cmd, &plan, (sb, src_off), (db, dst_off));
+            });
+        }
+        let temp = self.allocate_region(Role::Device, plan.bytes())?;
+        let tb = temp.alloc.buffer;
+        self.shared.submitter.run(&self.shared.device, |cmd| {
+            self.record_copy(cmd, &plan.to_dense_dst(), (sb, src_off), (tb, 0));
+            let barrier = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+            // SAFETY: the command buffer is recording; a transfer-to-transfer barrier.
+            unsafe {
+                self.shared.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &barrier,
+                    &[],
+                    &[],
+                );
+            }
+            self.record_copy(cmd, &plan.from_dense_src(), (tb, 0), (db, dst_off));
+        })
+    }
+
+    /// Halide's `halide_buffer_copy` (`src/runtime/device_interface.cpp`): copies the
+    /// intersection of `src` and `dst` to `dst`'s device memory (`to_device`) or
+    /// host memory, from whichever side of `src` holds valid data, preferring the
+    /// device for a device destination and the host for a host destination. On
+    /// success `dst` is dirty on the side written and clean on the other.
+    pub fn buffer_copy(&self, src: &Buffer, dst: &mut Buffer, to_device: bool) -> Result<CopyPath> {
+        if src.elem().bytes() != dst.elem().bytes() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{} has {}-byte elements, {} has {}-byte elements",
+                src.name(),
+                src.elem().bytes(),
+                dst.name(),
+                dst.elem().bytes()
+            )));
+        }
+        if src.dimensions() != dst.dimensions() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{} has {} dimensions, {} has {}",
+                src.name(),
+                src.dimensions(),
+                dst.name(),
+                dst.dimensions()
+            )));
+        }
+        if !to_device && !dst.has_host() {
+            return Err(Error::HostIsNull(format!(
+                "buffer_copy to the host of {}, which has no host memory",
+                dst.name()
+            )));
+        }
+        let from_device_valid = src.device.is_some() && (!src.has_host() || !src.host_dirty);
+        let from_host_valid = src.has_host() && (!src.device_dirty || src.device.is_none());
+        let eb = src.elem().bytes();
+        let path = if to_device {
+            self.device_malloc(dst)?;
+            let d = dst.device.as_ref().expect("device_malloc succeeded");
+            if from_device_valid {
+                let s = src.device.as_ref().expect("checked");
+                self.device_to_device((s, src.dims()), (d, dst.dims()), eb)?;
+                CopyPath::DeviceToDevice
+            } else if from_host_valid {
+                let s = src.host.as_ref().expect("checked");
+                self.upload((s, src.dims()), (d, dst.dims()), eb)?;
+                CopyPath::HostToDevice
+            } else {
+                return Err(no_valid_data(src));
+            }
+        } else {
+            let d = dst.host.as_ref().expect("checked");
+            if from_host_valid {
+                let s = src.host.as_ref().expect("checked");
+                host_to_host((s, src.dims()), (d, dst.dims()), eb)?;
+                CopyPath::HostToHost
+            } else if from_device_valid {
+                let s = src.device.as_ref().expect("checked");
+                self.readback((s, src.dims()), (d, dst.dims()), eb)?;
+                CopyPath::DeviceToHost
+            } else {
+                return Err(no_valid_data(src));
+            }
+        };
+        dst.host_dirty = !to_device;
+        dst.device_dirty = to_device;
+        Ok(path)
     }
 
     /// Halide's `copy_to_device`: allocates device memory when needed and copies the

@@ -72,6 +72,20 @@ pub struct Stats {
     pub fences: Counter,
     /// Device allocations handed to buffers (Halide's "Reserved memory for device region").
     pub regions: Counter,
+    /// `VkShaderModule`s of compute kernels.
+    pub shader_modules: Counter,
+    /// Compute `VkPipeline`s.
+    pub pipelines: Counter,
+    pub pipeline_layouts: Counter,
+    pub descriptor_set_layouts: Counter,
+    /// Descriptor pools, one per kernel call, destroyed after its fence wait.
+    pub descriptor_pools: Counter,
+    /// Descriptor sets, freed with their pool.
+    pub descriptor_sets: Counter,
+    /// Kernel objects the context keeps in its pipeline cache (not leaks): shader
+    /// modules and pipelines (one each per cached kernel), and layouts.
+    kept_kernels: AtomicU64,
+    kept_layouts: AtomicU64,
     device_memory_bytes: AtomicU64,
     device_memory_peak_bytes: AtomicU64,
     placements: Mutex<Vec<Placement>>,
@@ -99,6 +113,35 @@ impl Stats {
     );
     pair!(fence_created, fence_destroyed, fences);
     pair!(region_created, region_destroyed, regions);
+    pair!(shader_module_created, shader_module_destroyed, shader_modules);
+    pair!(pipeline_created, pipeline_destroyed, pipelines);
+    pair!(
+        pipeline_layout_created,
+        pipeline_layout_destroyed,
+        pipeline_layouts
+    );
+    pair!(
+        descriptor_set_layout_created,
+        descriptor_set_layout_destroyed,
+        descriptor_set_layouts
+    );
+    pair!(
+        descriptor_pool_created,
+        descriptor_pool_destroyed,
+        descriptor_pools
+    );
+    pair!(
+        descriptor_set_created,
+        descriptor_set_destroyed,
+        descriptor_sets
+    );
+
+    /// How many kernels (shader module + pipeline each) and layouts (descriptor set
+    /// layout + pipeline layout each) the context's cache holds now.
+    pub(crate) fn kernels_kept(&self, kernels: u64, layouts: u64) {
+        self.kept_kernels.store(kernels, Ordering::Relaxed);
+        self.kept_layouts.store(layouts, Ordering::Relaxed);
+    }
 
     pub(crate) fn memory_allocated(&self, bytes: u64) {
         self.device_memories.inc();
@@ -137,7 +180,8 @@ impl Stats {
     }
 
     /// What is alive beyond what the context itself keeps (its command pool,
-    /// command buffer and fence). Empty when nothing leaked.
+    /// command buffer and fence, and its cached compute kernels). Empty when
+    /// nothing leaked.
     pub fn leaks(&self) -> LeakReport {
         let mut alive = Vec::new();
         let mut check = |what: &'static str, n: u64, baseline: u64| {
@@ -152,6 +196,18 @@ impl Stats {
         check("command pools", self.command_pools.live(), 1);
         check("command buffers", self.command_buffers.live(), 1);
         check("fences", self.fences.live(), 1);
+        let kernels = self.kept_kernels.load(Ordering::Relaxed);
+        let layouts = self.kept_layouts.load(Ordering::Relaxed);
+        check("VkShaderModules", self.shader_modules.live(), kernels);
+        check("VkPipelines", self.pipelines.live(), kernels);
+        check("VkPipelineLayouts", self.pipeline_layouts.live(), layouts);
+        check(
+            "VkDescriptorSetLayouts",
+            self.descriptor_set_layouts.live(),
+            layouts,
+        );
+        check("VkDescriptorPools", self.descriptor_pools.live(), 0);
+        check("VkDescriptorSets", self.descriptor_sets.live(), 0);
         LeakReport {
             alive,
             bytes: self.device_memory_bytes(),

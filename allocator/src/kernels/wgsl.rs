@@ -1,0 +1,465 @@
+//! WGSL source of the compute kernels.
+//!
+//! Every kernel is one 1-D grid-stride loop over the elements of the output's
+//! box, with the whole shape baked in as constants: the linear index is split
+//! into per-dimension counters `k0 .. kN` by division by the extents (first
+//! dimension fastest), and each operand's element index in its binding is
+//! `base + sum(k[d] * stride[d])`, where `base` holds the view's element offset
+//! in the bound range (and, for inputs, the offset of the output's mins in the
+//! input's box). All index arithmetic is `u32`: the caller checks that every
+//! bound range fits `maxStorageBufferRange` (at most 2^32 - 1 bytes), so no
+//! index overflows.
+//!
+//! Element types and their WGSL storage:
+//!
+//! | element | storage | computed as |
+//! |---|---|---|
+//! | i32, u32, f32 | `array<i32>` ... | itself |
+//! | i64, u64 | `array<i64>`, `array<u64>` | itself (`SHADER_INT64`, Vulkan `shaderInt64`) |
+//! | f64 | `array<f64>` | itself (`FLOAT64`, Vulkan `shaderFloat64`) |
+//! | i8, u8, i16, u16 | `array<atomic<u32>>` (output), `array<u32>` (inputs) | `u32`, truncated |
+//!
+//! 8- and 16-bit elements need no device feature: they live in 32-bit words,
+//! read by shift and mask, and written by an `atomicCompareExchangeWeak` loop
+//! that replaces only the element's bits, so neighbours that share a word (and
+//! that other invocations write at the same time) are never disturbed.
+//! Integer arithmetic wraps; for 8/16-bit types wrapping in `u32` and keeping
+//! the low bits gives the same result as wrapping in the element type.
+//!
+//! Values of [`Expr`] are computed in `i32` ([`Expr::to_wgsl`]) and converted as
+//! a C cast does (sign-extended to 64 bits, rounded to floats).
+
+use std::fmt::Write as _;
+
+use crate::buffer::ElemType;
+use crate::expr::Expr;
+
+/// Invocations per workgroup.
+pub(crate) const WORKGROUP_SIZE: u32 = 64;
+
+/// One buffer as a kernel addresses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Operand {
+    /// Element index, in the bound range, of the element at the output box's mins.
+    pub base: u64,
+    /// Element stride per dimension of the output box.
+    pub strides: Vec<u64>,
+}
+
+/// What a kernel computes.
+#[derive(Clone, Debug)]
+pub(crate) enum Body<'a> {
+    /// `out = value(coords)`; `mins` are the output's mins.
+    Fill { value: &'a Expr, mins: Vec<i64> },
+    /// `out = (out if read_out) + sum(inputs) + constant`.
+    Add {
+        inputs: Vec<Operand>,
+        read_out: bool,
+        constant: i64,
+    },
+    /// `out = sum over j < extent of input[base + j * stride]`.
+    Sum {
+        input: Operand,
+        stride: u64,
+        extent: u64,
+    },
+}
+
+/// A kernel over the box of extents `extents`, writing `out` (binding 0); inputs
+/// are bindings 1, 2, ... in order.
+#[derive(Clone, Debug)]
+pub(crate) struct Kernel<'a> {
+    pub elem: ElemType,
+    pub extents: Vec<u64>,
+    pub out: Operand,
+    pub body: Body<'a>,
+}
+
+fn is_small(elem: ElemType) -> bool {
+    elem.bytes() < 4
+}
+
+/// The WGSL type values are computed in.
+fn compute_type(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::I32 => "i32",
+        ElemType::U32 => "u32",
+        ElemType::F32 => "f32",
+        ElemType::I64 => "i64",
+        ElemType::U64 => "u64",
+        ElemType::F64 => "f64",
+        ElemType::I8 | ElemType::U8 | ElemType::I16 | ElemType::U16 => "u32",
+    }
+}
+
+/// Mask of one element's bits, for 8- and 16-bit types.
+fn mask(elem: ElemType) -> &'static str {
+    if elem.bytes() == 1 {
+        "0xffu"
+    } else {
+        "0xffffu"
+    }
+}
+
+/// An `i32` literal with the low 32 bits of `v`.
+pub(crate) fn i32_lit(v: i64) -> String {
+    match v as i32 {
+        i32::MIN => "(-2147483647i - 1i)".to_owned(),
+        v if v < 0 => format!("(-{}i)", v.unsigned_abs()),
+        v => format!("{v}i"),
+    }
+}
+
+/// A literal of the compute type of `elem` with value `v` converted as a C cast does.
+pub(crate) fn literal(elem: ElemType, v: i64) -> String {
+    fn float(f: String, suffix: &str) -> String {
+        // Debug formatting always has a '.' or an exponent: "1.0", "1e20".
+        match f.strip_prefix('-') {
+            Some(abs) => format!("(-{abs}{suffix})"),
+            None => format!("{f}{suffix}"),
+        }
+    }
+    match elem {
+        ElemType::I32 => i32_lit(v),
+        ElemType::F32 => float(format!("{:?}", v as f32), "f"),
+        ElemType::I64 => match v {
+            i64::MIN => "(-9223372036854775807li - 1li)".to_owned(),
+            v if v < 0 => format!("(-{}li)", v.unsigned_abs()),
+            v => format!("{v}li"),
+        },
+        ElemType::U64 => format!("{}lu", v as u64),
+        ElemType::F64 => float(format!("{:?}", v as f64), "lf"),
+        ElemType::U32 | ElemType::I8 | ElemType::U8 | ElemType::I16 | ElemType::U16 => {
+            format!("{}u", v as u32)
+        }
+    }
+}
+
+/// Converts the WGSL `i32` expression `e` to the compute type of `elem`.
+fn from_i32(elem: ElemType, e: &str) -> String {
+    match elem {
+        ElemType::I32 => e.to_owned(),
+        ElemType::U32 | ElemType::I8 | ElemType::U8 | ElemType::I16 | ElemType::U16 => {
+            format!("u32({e})")
+        }
+        ElemType::F32 => format!("f32({e})"),
+        ElemType::I64 => format!("i64({e})"),
+        ElemType::U64 => format!("u64(i64({e}))"),
+        ElemType::F64 => format!("f64({e})"),
+    }
+}
+
+/// `base + sum(k[d] * stride[d])` as WGSL `u32`.
+fn index(op: &Operand) -> String {
+    let mut s = format!("{}u", op.base);
+    for (d, &stride) in op.strides.iter().enumerate() {
+        match stride {
+            0 => {}
+            1 => {
+                let _ = write!(s, " + k{d}");
+            }
+            _ => {
+                let _ = write!(s, " + k{d} * {stride}u");
+            }
+        }
+    }
+    s
+}
+
+/// A WGSL expression loading element `idx` (a `u32` variable name) of input
+/// binding `b`, in the compute type.
+fn load(elem: ElemType, b: &str, idx: &str) -> String {
+    match elem.bytes() {
+        1 => format!("(({b}[{idx} >> 2u] >> (({idx} & 3u) * 8u)) & 0xffu)"),
+        2 => format!("(({b}[{idx} >> 1u] >> (({idx} & 1u) * 16u)) & 0xffffu)"),
+        _ => format!("{b}[{idx}]"),
+    }
+}
+
+/// Storage declaration of binding `n`.
+fn binding(out: &mut String, elem: ElemType, n: usize, output: bool) {
+    let ty = match (is_small(elem), output) {
+        (true, true) => "atomic<u32>",
+        (true, false) => "u32",
+        (false, _) => compute_type(elem),
+    };
+    let access = if output { "read_write" } else { "read" };
+    let _ = writeln!(
+        out,
+        "@group(0) @binding({n}) var<storage, {access}> b{n}: array<{ty}>;"
+    );
+}
+
+impl Kernel<'_> {
+    /// The number of elements the kernel runs over.
+    pub(crate) fn elements(&self) -> u64 {
+        self.extents.iter().product()
+    }
+
+    /// Number of storage-buffer bindings (output first).
+    pub(crate) fn bindings(&self) -> usize {
+        1 + match &self.body {
+            Body::Fill { .. } => 0,
+            Body::Add { inputs, .. } => inputs.len(),
+            Body::Sum { .. } => 1,
+        }
+    }
+
+    /// The WGSL source: a pure function of the kernel, so equal kernels give equal
+    /// text and share a cached pipeline.
+    pub(crate) fn source(&self) -> String {
+        let elem = self.elem;
+        let t = compute_type(elem);
+        let n = self.extents.len();
+        let mut s = String::new();
+        let what = match &self.body {
+            Body::Fill { .. } => "fill",
+            Body::Add { .. } => "add",
+            Body::Sum { .. } => "sum",
+        };
+        let _ = writeln!(s, "// vkcopy {what} kernel ({elem})");
+        if let Body::Fill { .. } = self.body {
+            s.push_str(Expr::wgsl_prelude());
+            s.push('\n');
+        }
+        binding(&mut s, elem, 0, true);
+        for i in 1..self.bindings() {
+            binding(&mut s, elem, i, false);
+        }
+        let _ = write!(
+            s,
+            "\n@compute @workgroup_size({WORKGROUP_SIZE})\n\
+             fn main(@builtin(global_invocation_id) gid: vec3<u32>, \
+             @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
+             \x20   let step = nwg.x * {WORKGROUP_SIZE}u;\n\
+             \x20   var i = gid.x;\n\
+             \x20   loop {{\n\
+             \x20       if i >= {total}u {{ break; }}\n",
+            total = self.elements()
+        );
+        // Split the linear index into counters, first dimension fastest.
+        if n > 0 {
+            s.push_str("        var r = i;\n");
+        }
+        for (d, &e) in self.extents.iter().enumerate() {
+            if d + 1 < n {
+                let _ = writeln!(s, "        let k{d} = r % {e}u;");
+                let _ = writeln!(s, "        r = r / {e}u;");
+            } else {
+                let _ = writeln!(s, "        let k{d} = r;");
+            }
+        }
+        let _ = writeln!(s, "        let o = {};", index(&self.out));
+        // The value, as `v`, given the current output value `cur` where needed.
+        let mut reads_out = false;
+        let value = match &self.body {
+            Body::Fill { value: expr, mins } => {
+                let used = expr.max_dim().map_or(0, |d| d + 1).min(n);
+                for (d, &m) in mins.iter().enumerate().take(used) {
+                    let _ = writeln!(s, "        let c{d} = i32(k{d}) + {};", i32_lit(m));
+                }
+                let e = expr.to_wgsl(&|d| {
+                    if d < n {
+                        format!("c{d}")
+                    } else {
+                        "0i".to_owned()
+                    }
+                });
+                from_i32(elem, &e)
+            }
+            Body::Add {
+                inputs,
+                read_out,
+                constant,
+            } => {
+                let mut terms = Vec::new();
+                for (j, input) in inputs.iter().enumerate() {
+                    let b = j + 1;
+                    let _ = writeln!(s, "        let o{b} = {};", index(input));
+                    terms.push(load(elem, &format!("b{b}"), &format!("o{b}")));
+                }
+                if *read_out {
+                    reads_out = true;
+                    terms.insert(0, "cur".to_owned());
+                }
+                if *constant != 0 || terms.is_empty() {
+                    terms.push(literal(elem, *constant));
+                }
+                terms.join(" + ")
+            }
+            Body::Sum {
+                input,
+                stride,
+                extent,
+            } => {
+                let _ = writeln!(s, "        let o1 = {};", index(input));
+                let _ = writeln!(s, "        var acc: {t} = {};", literal(elem, 0));
+                let _ = writeln!(
+                    s,
+                    "        for (var j = 0u; j < {extent}u; j = j + 1u) {{\n\
+                     \x20           let oj = o1 + j * {stride}u;\n\
+                     \x20           acc = acc + {};\n\
+                     \x20       }}",
+                    load(elem, "b1", "oj")
+                );
+                "acc".to_owned()
+            }
+        };
+        if is_small(elem) {
+            let m = mask(elem);
+            let (word, shift) = if elem.bytes() == 1 {
+                ("o >> 2u", "(o & 3u) * 8u")
+            } else {
+                ("o >> 1u", "(o & 1u) * 16u")
+            };
+            let _ = writeln!(s, "        let w = {word};");
+            let _ = writeln!(s, "        let sh = {shift};");
+            if !reads_out {
+                let _ = writeln!(s, "        let v: u32 = ({value}) & {m};");
+            }
+            let _ = writeln!(s, "        var old = atomicLoad(&b0[w]);");
+            s.push_str("        loop {\n");
+            if reads_out {
+                let _ = writeln!(s, "            let cur = (old >> sh) & {m};");
+                let _ = writeln!(s, "            let v: u32 = ({value}) & {m};");
+            }
+            let _ = writeln!(
+                s,
+                "            let nw = (old & ~({m} << sh)) | (v << sh);\n\
+                 \x20           let res = atomicCompareExchangeWeak(&b0[w], old, nw);\n\
+                 \x20           if res.exchanged {{ break; }}\n\
+                 \x20           old = res.old_value;\n\
+                 \x20       }}"
+            );
+        } else {
+            if reads_out {
+                s.push_str("        let cur = b0[o];\n");
+            }
+            let _ = writeln!(s, "        b0[o] = {value};");
+        }
+        s.push_str(
+            "        if {total}u - i <= step { break; }\n        i = i + step;\n    }\n}\n"
+                .replace("{total}", &self.elements().to_string())
+                .as_str(),
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals() {
+        assert_eq!(i32_lit(5), "5i");
+        assert_eq!(i32_lit(-5), "(-5i)");
+        assert_eq!(i32_lit(i32::MIN as i64), "(-2147483647i - 1i)");
+        assert_eq!(i32_lit(1 << 32), "0i");
+        assert_eq!(literal(ElemType::F32, 3), "3.0f");
+        assert_eq!(literal(ElemType::F32, -3), "(-3.0f)");
+        assert_eq!(literal(ElemType::F64, -3), "(-3.0lf)");
+        assert_eq!(literal(ElemType::I64, i64::MIN), "(-9223372036854775807li - 1li)");
+        assert_eq!(literal(ElemType::U64, -1), "18446744073709551615lu");
+        assert_eq!(literal(ElemType::U8, -1), "4294967295u");
+        assert!(literal(ElemType::F32, 1 << 62).ends_with('f'));
+    }
+}
+
+#[cfg(test)]
+mod compile_tests {
+    use super::*;
+    use crate::kernels::pipeline::compile;
+
+    fn all_caps() -> naga::valid::Capabilities {
+        naga::valid::Capabilities::SHADER_INT64 | naga::valid::Capabilities::FLOAT64
+    }
+
+    fn op(base: u64, strides: &[u64]) -> Operand {
+        Operand {
+            base,
+            strides: strides.to_vec(),
+        }
+    }
+
+    /// Every kernel shape compiles for every element type.
+    #[test]
+    fn every_kernel_compiles() {
+        let value = Expr::parse("x + 256*y - (7 if 40 <= x < 56 else 0) + z / 3 + d5").unwrap();
+        for elem in ElemType::ALL {
+            let kernels = [
+                Kernel {
+                    elem,
+                    extents: vec![4, 5, 6],
+                    out: op(33, &[1, 4, 20]),
+                    body: Body::Fill {
+                        value: &value,
+                        mins: vec![-3, 0, i32::MIN as i64],
+                    },
+                },
+                Kernel {
+                    elem,
+                    extents: vec![],
+                    out: op(0, &[]),
+                    body: Body::Fill {
+                        value: &value,
+                        mins: vec![],
+                    },
+                },
+                Kernel {
+                    elem,
+                    extents: vec![16],
+                    out: op(1, &[2]),
+                    body: Body::Add {
+                        inputs: vec![],
+                        read_out: true,
+                        constant: -7,
+                    },
+                },
+                Kernel {
+                    elem,
+                    extents: vec![8, 8],
+                    out: op(0, &[1, 8]),
+                    body: Body::Add {
+                        inputs: vec![op(3, &[1, 9]), op(5, &[0, 1])],
+                        read_out: false,
+                        constant: i64::MIN,
+                    },
+                },
+                Kernel {
+                    elem,
+                    extents: vec![3, 4],
+                    out: op(0, &[1, 3]),
+                    body: Body::Sum {
+                        input: op(2, &[1, 15]),
+                        stride: 3,
+                        extent: 5,
+                    },
+                },
+            ];
+            for k in &kernels {
+                let src = k.source();
+                if let Err(e) = compile(&src, all_caps()) {
+                    panic!("{elem}: {e}");
+                }
+            }
+        }
+    }
+
+    /// Without the capability, a 64-bit kernel fails to validate rather than panicking.
+    #[test]
+    fn missing_capability_is_an_error() {
+        let k = Kernel {
+            elem: ElemType::F64,
+            extents: vec![4],
+            out: op(0, &[1]),
+            body: Body::Add {
+                inputs: vec![],
+                read_out: true,
+                constant: 1,
+            },
+        };
+        let e = compile(&k.source(), naga::valid::Capabilities::empty()).unwrap_err();
+        assert_eq!(e.name(), "kernel_compile_failed");
+    }
+}

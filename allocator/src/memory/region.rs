@@ -1,0 +1,1123 @@
+//! Sub-allocation of one block of device memory (one `VkDeviceMemory`), after
+//! Halide's `RegionAllocator` (`src/runtime/internal/region_allocator.h`).
+//!
+//! Regions tile the block, in offset order, with no gap or overlap. A reservation
+//! takes a free region and splits off the unused front (alignment padding) and
+//! back as free regions. A freed region keeps its payload (the `VkBuffer` bound at
+//! it), so a later request of the same offset and size gets the buffer back without
+//! `vkCreateBuffer`. Free neighbours are merged by [`RegionAllocator::collect`], or
+//! by [`RegionAllocator::reserve`] when no single free region is large enough.
+//!
+//! Placement is address-ordered first fit, as in Halide (`find_block_region`, whose
+//! comment says best fit but whose code is first fit): it keeps offsets the same as
+//! Halide's for the same sequence of requests, costs one pass over the regions, and
+//! address-ordered first fit fragments about as little as best fit (Johnstone and
+//! Wilson, "The Memory Fragmentation Problem: Solved?", ISMM 1998).
+//!
+//! Use counts start at 1 on `reserve`. Halide started them at 0 (its issue fixed by
+//! PR #9237), so releasing one of {buffer, crop} freed a region still in use.
+//!
+//! Handles carry a generation: a handle whose region was merged away or reserved
+//! again is reported as unknown, never confused with the new owner.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Handle of a reservation. Stale handles (region released and reserved again,
+/// merged away, or drained) are detected by a generation counter.
+///
+/// A handle is only meaningful with the allocator that issued it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegionId {
+    slot: u32,
+    generation: u64,
+}
+
+impl fmt::Display for RegionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "region #{}.{}", self.slot, self.generation)
+    }
+}
+
+/// A region handed out by [`RegionAllocator::reserve`].
+#[derive(Debug)]
+pub struct Reservation<T> {
+    /// Handle for `retain`, `release`, `reclaim`, `set_payload`.
+    pub id: RegionId,
+    /// Bytes from the start of the block; a multiple of the alignment asked for.
+    pub offset: u64,
+    /// Bytes reserved: the size asked for, rounded up to the allocator's granularity.
+    pub size: u64,
+    /// The payload kept by an earlier release of a region with this exact offset and
+    /// size, to reuse. The region still owns it (this is a clone: `VkBuffer` is
+    /// `Copy`), so do not call `set_payload`. `None`: create a payload and call
+    /// `set_payload`.
+    pub cached: Option<T>,
+    /// Payloads of free regions that this reservation split or merged: they no longer
+    /// match any region, so the caller destroys them. Usually empty.
+    pub evicted: Vec<T>,
+}
+
+/// One region as seen by [`RegionAllocator::regions`], for stats and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Bytes from the start of the block.
+    pub offset: u64,
+    /// Bytes.
+    pub size: u64,
+    /// Reserved (use count above 0).
+    pub in_use: bool,
+    /// Users: 1 after reserve, +1 per retain, -1 per release or reclaim.
+    pub use_count: u32,
+    /// A payload is attached (in use), or kept for reuse (free).
+    pub has_payload: bool,
+}
+
+/// Misuse of a region handle. Nothing is changed when one is returned.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegionError {
+    /// The handle was not issued by this allocator, or its region has since been
+    /// merged, drained, or released and reserved again.
+    #[error("{0} is unknown to this block: merged, reserved again, drained, or never issued here")]
+    UnknownRegion(RegionId),
+    /// The region is free (released to a use count of 0).
+    #[error("{id} at offset {offset} B, size {size} B is not in use (already released)")]
+    NotInUse {
+        id: RegionId,
+        /// Bytes.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+    /// `set_payload` on a region that already has one; the caller destroys the new one.
+    #[error("{id} at offset {offset} B, size {size} B already has a payload")]
+    PayloadPresent {
+        id: RegionId,
+        /// Bytes.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+    /// `retain` past `u32::MAX` users.
+    #[error("{id} at offset {offset} B, size {size} B already has u32::MAX users")]
+    TooManyUsers {
+        id: RegionId,
+        /// Bytes.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+}
+
+struct Region<T> {
+    offset: u64,
+    size: u64,
+    use_count: u32,
+    payload: Option<T>,
+}
+
+impl<T> Region<T> {
+    fn end(&self) -> u64 {
+        self.offset + self.size
+    }
+    fn is_free(&self) -> bool {
+        self.use_count == 0
+    }
+}
+
+struct Slot<T> {
+    /// Bumped when the slot's region is reserved, merged into, or the slot is emptied.
+    generation: u64,
+    region: Option<Region<T>>,
+}
+
+/// Sub-allocates one block of `size` bytes. `T` is the payload cached per region
+/// (the `VkBuffer` bound there).
+pub struct RegionAllocator<T> {
+    size: u64,
+    granularity: u64,
+    reserved: u64,
+    slots: Vec<Slot<T>>,
+    /// Empty slots, reused before new ones are pushed.
+    vacant: Vec<u32>,
+    /// Offset of each region to its slot; the regions tile `0..size`.
+    by_offset: BTreeMap<u64, u32>,
+}
+
+/// `x` rounded up to a multiple of `m` (any `m`; 0 = no rounding); `None` on overflow.
+pub(crate) fn round_up(x: u64, m: u64) -> Option<u64> {
+    if m <= 1 {
+        Some(x)
+    } else {
+        x.div_ceil(m).checked_mul(m)
+    }
+}
+
+/// The offset of `want` bytes aligned to `align` (a power of two) in `start..end`, if they fit.
+fn fit(start: u64, end: u64, align: u64, want: u64) -> Option<u64> {
+    let at = start.checked_add(align - 1)? & !(align - 1);
+    (at.checked_add(want)? <= end).then_some(at)
+}
+
+impl<T> fmt::Debug for RegionAllocator<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegionAllocator")
+            .field("size", &self.size)
+            .field("reserved", &self.reserved)
+            .field("regions", &self.regions().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl<T> RegionAllocator<T> {
+    /// A block of `size` bytes, one free region covering it; sizes are not rounded.
+    pub fn new(size: u64) -> Self {
+        Self::with_granularity(size, 0)
+    }
+
+    /// A block of `size` bytes whose reservations are rounded up to a multiple of
+    /// `granularity` bytes (0 = no rounding; Halide's `nearest_multiple`).
+    pub fn with_granularity(size: u64, granularity: u64) -> Self {
+        let mut a = RegionAllocator {
+            size,
+            granularity,
+            reserved: 0,
+            slots: Vec::new(),
+            vacant: Vec::new(),
+            by_offset: BTreeMap::new(),
+        };
+        a.insert_whole_block();
+        a
+    }
+
+    /// Bytes of the block.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes that reservations are rounded up to a multiple of (0 = none).
+    pub fn granularity(&self) -> u64 {
+        self.granularity
+    }
+
+    /// Bytes in use: the sum of the sizes of reserved regions.
+    pub fn reserved(&self) -> u64 {
+        self.reserved
+    }
+
+    /// Nothing is reserved.
+    pub fn is_empty(&self) -> bool {
+        // Every reservation is at least one byte.
+        self.reserved == 0
+    }
+
+    /// The regions in offset order; they tile the block.
+    pub fn regions(&self) -> impl Iterator<Item = RegionInfo> + '_ {
+        self.by_offset.values().filter_map(move |&s| {
+            self.slots[s as usize].region.as_ref().map(|r| RegionInfo {
+                offset: r.offset,
+                size: r.size,
+                in_use: !r.is_free(),
+                use_count: r.use_count,
+                has_payload: r.payload.is_some(),
+            })
+        })
+    }
+
+    /// The region of a live handle (in use or not).
+    pub fn info(&self, id: RegionId) -> Result<RegionInfo, RegionError> {
+        let r = self.get(id)?;
+        Ok(RegionInfo {
+            offset: r.offset,
+            size: r.size,
+            in_use: !r.is_free(),
+            use_count: r.use_count,
+            has_payload: r.payload.is_some(),
+        })
+    }
+
+    /// The payload attached to a reserved region, if any.
+    pub fn payload(&self, id: RegionId) -> Result<Option<&T>, RegionError> {
+        Ok(self.in_use(id)?.payload.as_ref())
+    }
+
+    /// Reserves `size` bytes (0 counts as 1), rounded up to the granularity, at a
+    /// multiple of `alignment` bytes. An alignment of 0 counts as 1; one that is not a
+    /// power of two is rounded up to one. `None` if no free space fits.
+    ///
+    /// Order of preference:
+    /// 1. a free region whose kept payload fits exactly (offset already aligned, same
+    ///    size): the payload comes back in [`Reservation::cached`];
+    /// 2. the first (lowest-offset) free region that fits;
+    /// 3. the first run of adjacent free regions that fits, merged (what Halide gets by
+    ///    `collect` and a retry, without merging runs it does not need).
+    ///
+    /// A payload kept on a free region that is split or merged comes back in
+    /// [`Reservation::evicted`] for the caller to destroy.
+    pub fn reserve(&mut self, size: u64, alignment: u64) -> Option<Reservation<T>>
+    where
+        T: Clone,
+    {
+        let align = alignment.max(1).checked_next_power_of_two()?;
+        let want = round_up(size.max(1), self.granularity)?;
+        if want > self.size - self.reserved {
+            return None;
+        }
+        let order: Vec<u32> = self.by_offset.values().copied().collect();
+
+        let exact = order.iter().copied().find(|&s| {
+            let r = self.region(s);
+            r.is_free() && r.payload.is_some() && r.offset % align == 0 && r.size == want
+        });
+        if let Some(s) = exact {
+            let at = self.region(s).offset;
+            return Some(self.carve(s, at, want, Vec::new()));
+        }
+
+        for &s in &order {
+            let r = self.region(s);
+            if r.is_free() {
+                if let Some(at) = fit(r.offset, r.end(), align, want) {
+                    return Some(self.carve(s, at, want, Vec::new()));
+                }
+            }
+        }
+
+        // Runs of free regions. If a run starting at i does not fit, no run starting
+        // later in it does (same end, later start), so skip past it.
+        let mut i = 0;
+        while i < order.len() {
+            if !self.region(order[i]).is_free() {
+                i += 1;
+                continue;
+            }
+            let start = self.region(order[i]).offset;
+            let mut j = i;
+            loop {
+                if let Some(at) = fit(start, self.region(order[j]).end(), align, want) {
+                    let evicted = self.merge(&order[i..=j]);
+                    return Some(self.carve(order[i], at, want, evicted));
+                }
+                if j + 1 < order.len() && self.region(order[j + 1]).is_free() {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            i = j + 1;
+        }
+        None
+    }
+
+    /// Attaches the payload (the `VkBuffer` the caller created) to a reserved region.
+    /// Fails if the region is free or already has one; the caller then destroys `payload`.
+    pub fn set_payload(&mut self, id: RegionId, payload: T) -> Result<(), RegionError> {
+        let r = self.in_use_mut(id)?;
+        if r.payload.is_some() {
+            return Err(RegionError::PayloadPresent {
+                id,
+                offset: r.offset,
+                size: r.size,
+            });
+        }
+        r.payload = Some(payload);
+        Ok(())
+    }
+
+    /// One more user (a crop or slice view). Returns the new use count.
+    pub fn retain(&mut self, id: RegionId) -> Result<u32, RegionError> {
+        let r = self.in_use_mut(id)?;
+        r.use_count = r
+            .use_count
+            .checked_add(1)
+            .ok_or(RegionError::TooManyUsers {
+                id,
+                offset: r.offset,
+                size: r.size,
+            })?;
+        Ok(r.use_count)
+    }
+
+    /// One user less. At zero the region becomes free and keeps its payload for reuse
+    /// (Halide's `release`). Returns the new use count.
+    pub fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
+        let r = self.in_use_mut(id)?;
+        r.use_count -= 1;
+        let (count, size) = (r.use_count, r.size);
+        if count == 0 {
+            self.reserved -= size;
+        }
+        Ok(count)
+    }
+
+    /// Like [`release`](Self::release), but at zero the payload is returned for the
+    /// caller to destroy (Halide's `reclaim`). Returns the new use count and, at zero,
+    /// the payload.
+    pub fn reclaim(&mut self, id: RegionId) -> Result<(u32, Option<T>), RegionError> {
+        let count = self.release(id)?;
+        let payload = if count == 0 {
+            self.get_mut(id)?.payload.take()
+        } else {
+            None
+        };
+        Ok((count, payload))
+    }
+
+    /// Merges runs of adjacent free regions; returns the payloads the merged regions
+    /// kept, to destroy. Afterwards no two free regions are adjacent. A free region
+    /// with no free neighbour keeps its payload.
+    pub fn collect(&mut self) -> Vec<T> {
+        let order: Vec<u32> = self.by_offset.values().copied().collect();
+        let mut evicted = Vec::new();
+        let mut i = 0;
+        while i < order.len() {
+            if !self.region(order[i]).is_free() {
+                i += 1;
+                continue;
+            }
+            let mut j = i;
+            while j + 1 < order.len() && self.region(order[j + 1]).is_free() {
+                j += 1;
+            }
+            if j > i {
+                evicted.extend(self.merge(&order[i..=j]));
+            }
+            i = j + 1;
+        }
+        evicted
+    }
+
+    /// Every payload, in use or kept, for teardown. Afterwards the block is one free
+    /// region again and every handle is stale.
+    pub fn drain(&mut self) -> Vec<T> {
+        let mut out = Vec::new();
+        for slot in &mut self.slots {
+            if let Some(r) = slot.region.take() {
+                out.extend(r.payload);
+                slot.generation += 1;
+            }
+        }
+        self.vacant = (0..self.slots.len() as u32).rev().collect();
+        self.by_offset.clear();
+        self.reserved = 0;
+        self.insert_whole_block();
+        out
+    }
+
+    fn insert_whole_block(&mut self) {
+        if self.size > 0 {
+            self.insert(Region {
+                offset: 0,
+                size: self.size,
+                use_count: 0,
+                payload: None,
+            });
+        }
+    }
+
+    /// The region of a slot listed in `by_offset`.
+    fn region(&self, slot: u32) -> &Region<T> {
+        self.slots[slot as usize]
+            .region
+            .as_ref()
+            .expect("slots in by_offset hold a region")
+    }
+
+    fn region_mut(&mut self, slot: u32) -> &mut Region<T> {
+        self.slots[slot as usize]
+            .region
+            .as_mut()
+            .expect("slots in by_offset hold a region")
+    }
+
+    fn insert(&mut self, region: Region<T>) -> u32 {
+        let offset = region.offset;
+        let slot = match self.vacant.pop() {
+            Some(s) => {
+                self.slots[s as usize].region = Some(region);
+                s
+            }
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    region: Some(region),
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.by_offset.insert(offset, slot);
+        slot
+    }
+
+    fn remove(&mut self, slot: u32) -> Region<T> {
+        let s = &mut self.slots[slot as usize];
+        let region = s.region.take().expect("slots in by_offset hold a region");
+        s.generation += 1;
+        self.vacant.push(slot);
+        self.by_offset.remove(&region.offset);
+        region
+    }
+
+    /// Merges the adjacent free regions of `run` into the first; returns their payloads.
+    fn merge(&mut self, run: &[u32]) -> Vec<T> {
+        let mut evicted = Vec::new();
+        let mut end = self.region(run[0]).end();
+        for &s in &run[1..] {
+            let r = self.remove(s);
+            end = r.end();
+            evicted.extend(r.payload);
+        }
+        let first = self.region_mut(run[0]);
+        first.size = end - first.offset;
+        
+        // Handles of the first region's last reservation name a region that is gone.
+        self.slots[run[0] as usize].generation += 1;
+        evicted
+    }
+
+    /// Reserves `at..at + want` inside the free region of `slot`, splitting off the
+    /// front and back as free regions.
+    fn carve(&mut self, slot: u32, at: u64, want: u64, mut evicted: Vec<T>) -> Reservation<T>
+    where
+        T: Clone,
+    {
+        let r = self.region_mut(slot);
+        let (offset, end) = (r.offset, r.end());
+        let exact = at == offset && at + want == end;
+        let cached = if exact {
+            r.payload.clone()
+        } else {
+            evicted.extend(r.payload.take());
+            None
+        };
+        r.offset = at;
+        r.size = want;
+        r.use_count = 1;
+        if at > offset {
+            self.by_offset.remove(&offset);
+            self.by_offset.insert(at, slot);
+            self.insert(Region {
+                offset,
+                size: at - offset,
+                use_count: 0,
+                payload: None,
+            });
+        }
+        if at + want < end {
+            self.insert(Region {
+                offset: at + want,
+                size: end - (at + want),
+                use_count: 0,
+                payload: None,
+            });
+        }
+        let s = &mut self.slots[slot as usize];
+        s.generation += 1;
+        self.reserved += want;
+        Reservation {
+            id: RegionId {
+                slot,
+                generation: s.generation,
+            },
+            offset: at,
+            size: want,
+            cached,
+            evicted,
+        }
+    }
+
+    fn get(&self, id: RegionId) -> Result<&Region<T>, RegionError> {
+        self.slots
+            .get(id.slot as usize)
+            .filter(|s| s.generation == id.generation)
+            .and_then(|s| s.region.as_ref())
+            .ok_or(RegionError::UnknownRegion(id))
+    }
+
+    fn get_mut(&mut self, id: RegionId) -> Result<&mut Region<T>, RegionError> {
+        self.slots
+            .get_mut(id.slot as usize)
+            .filter(|s| s.generation == id.generation)
+            .and_then(|s| s.region.as_mut())
+            .ok_or(RegionError::UnknownRegion(id))
+    }
+
+    fn in_use(&self, id: RegionId) -> Result<&Region<T>, RegionError> {
+        let r = self.get(id)?;
+        if r.is_free() {
+            return Err(RegionError::NotInUse {
+                id,
+                offset: r.offset,
+                size: r.size,
+            });
+        }
+        Ok(r)
+    }
+
+    fn in_use_mut(&mut self, id: RegionId) -> Result<&mut Region<T>, RegionError> {
+        let r = self.get_mut(id)?;
+        if r.is_free() {
+            return Err(RegionError::NotInUse {
+                id,
+                offset: r.offset,
+                size: r.size,
+            });
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout<T>(a: &RegionAllocator<T>) -> Vec<(u64, u64, u32)> {
+        a.regions()
+            .map(|r| (r.offset, r.size, r.use_count))
+            .collect()
+    }
+
+    #[test]
+    fn new_block_is_one_free_region() {
+        let a = RegionAllocator::<u32>::new(1024);
+        assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+        assert_eq!((a.size(), a.reserved(), a.is_empty()), (1024, 0, true));
+        let empty = RegionAllocator::<u32>::new(0);
+        assert_eq!(empty.regions().count(), 0);
+    }
+
+    #[test]
+    fn reserve_splits_at_aligned_offsets() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r1 = a.reserve(100, 64).unwrap();
+        assert_eq!(
+            (r1.offset, r1.size, r1.cached, r1.evicted.len()),
+            (0, 100, None, 0)
+        );
+        assert_eq!(layout(&a), vec![(0, 100, 1), (100, 924, 0)]);
+        let r2 = a.reserve(10, 256).unwrap();
+        assert_eq!((r2.offset, r2.size), (256, 10));
+        // The alignment padding stays free, as does the rest.
+        assert_eq!(
+            layout(&a),
+            vec![(0, 100, 1), (100, 156, 0), (256, 10, 1), (266, 758, 0)]
+        );
+        assert_eq!(a.reserved(), 110);
+        // First fit: the padding takes a small request.
+        let r3 = a.reserve(50, 2).unwrap();
+        assert_eq!(r3.offset, 100);
+        assert_eq!(a.reserved(), 160);
+        assert!(a.reserve(759, 1).is_none());
+        assert!(a.reserve(2000, 1).is_none());
+        let r4 = a.reserve(758, 1).unwrap();
+        assert_eq!(r4.offset, 266);
+        // Left: the 106 bytes of padding at 150.
+        assert!(a.reserve(107, 1).is_none());
+        assert_eq!(a.reserve(106, 1).map(|r| r.offset), Some(150));
+        assert_eq!(a.reserved(), 1024);
+        assert!(a.reserve(1, 1).is_none());
+    }
+
+    #[test]
+    fn granularity_alignment_and_zero_size() {
+        let mut a = RegionAllocator::<u32>::with_granularity(1024, 32);
+        let r = a.reserve(100, 1).unwrap();
+        assert_eq!((r.offset, r.size), (0, 128));
+        // 48 is rounded up to 64.
+        let r = a.reserve(1, 48).unwrap();
+        assert_eq!((r.offset, r.size), (128, 32));
+        let r = a.reserve(1, 48).unwrap();
+        assert_eq!((r.offset, r.size), (192, 32));
+        // 0 bytes count as 1 (then rounded); alignment 0 as 1.
+        // First fit: into the padding left at 160.
+        let r = a.reserve(0, 0).unwrap();
+        assert_eq!((r.offset, r.size), (160, 32));
+        let mut b = RegionAllocator::<u32>::new(16);
+        let r = b.reserve(0, 0).unwrap();
+        assert_eq!((r.offset, r.size), (0, 1));
+        // An alignment with no power of two above it fits nowhere; no panic.
+        assert!(b.reserve(1, u64::MAX).is_none());
+        assert!(RegionAllocator::<u32>::with_granularity(64, 32)
+            .reserve(u64::MAX, 1)
+            .is_none());
+    }
+
+    #[test]
+    fn release_then_collect_leaves_one_free_region() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r1 = a.reserve(100, 64).unwrap();
+        let r2 = a.reserve(10, 256).unwrap();
+        assert_eq!(a.release(r1.id), Ok(0));
+        // Released but not merged: Halide merges only on collect.
+        assert_eq!(
+            layout(&a),
+            vec![(0, 100, 0), (100, 156, 0), (256, 10, 1), (266, 758, 0)]
+        );
+        assert!(a.collect().is_empty());
+        assert_eq!(layout(&a), vec![(0, 256, 0), (256, 10, 1), (266, 758, 0)]);
+        assert_eq!(a.release(r2.id), Ok(0));
+        assert!(a.collect().is_empty());
+        assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn use_counts_start_at_one() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r = a.reserve(100, 1).unwrap();
+        assert_eq!(a.info(r.id).unwrap().use_count, 1);
+        assert_eq!(a.retain(r.id), Ok(2));
+        assert_eq!(a.retain(r.id), Ok(3));
+        assert_eq!(a.release(r.id), Ok(2));
+        assert_eq!(a.release(r.id), Ok(1));
+        // Still reserved while one user is left (Halide #9237 freed it here).
+        assert_eq!(a.reserved(), 100);
+        assert!(a.reserve(1000, 1).is_none());
+        assert_eq!(a.release(r.id), Ok(0));
+        assert_eq!(a.reserved(), 0);
+        let e = a.release(r.id).unwrap_err();
+        assert_eq!(
+            e,
+            RegionError::NotInUse {
+                id: r.id,
+                offset: 0,
+                size: 100
+            }
+        );
+        assert!(e
+            .to_string()
+            .ends_with("at offset 0 B, size 100 B is not in use (already released)"));
+        assert_eq!(
+            a.retain(r.id),
+            Err(RegionError::NotInUse {
+                id: r.id,
+                offset: 0,
+                size: 100
+            })
+        );
+        assert!(a.reclaim(r.id).is_err());
+        assert_eq!(a.reserved(), 0);
+    }
+
+    #[test]
+    fn stale_handles_are_errors() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r1 = a.reserve(100, 1).unwrap();
+        a.release(r1.id).unwrap();
+        // Same place again: a new handle; the old one no longer reaches it.
+        let r2 = a.reserve(100, 1).unwrap();
+        assert_eq!(r2.offset, r1.offset);
+        assert_ne!(r2.id, r1.id);
+        assert_eq!(a.release(r1.id), Err(RegionError::UnknownRegion(r1.id)));
+        assert_eq!(a.retain(r1.id), Err(RegionError::UnknownRegion(r1.id)));
+        assert_eq!(a.info(r2.id).unwrap().use_count, 1);
+        // Merged away.
+        a.release(r2.id).unwrap();
+        let r3 = a.reserve(10, 1).unwrap();
+        a.release(r3.id).unwrap();
+        a.collect();
+        assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+        assert!(matches!(
+            a.release(r3.id),
+            Err(RegionError::UnknownRegion(_))
+        ));
+        // Never issued here.
+        let other = RegionAllocator::<u32>::new(64).reserve(1, 1).unwrap().id;
+        let bogus = RegionId {
+            slot: 99,
+            generation: 1,
+        };
+        assert!(a.release(bogus).is_err());
+        assert!(a.release(other).is_err());
+        assert!(a
+            .release(bogus)
+            .unwrap_err()
+            .to_string()
+            .contains("region #99.1 is unknown"));
+    }
+
+    #[test]
+    fn reclaim_returns_the_payload() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r = a.reserve(256, 1).unwrap();
+        a.set_payload(r.id, 7).unwrap();
+        assert_eq!(a.payload(r.id), Ok(Some(&7)));
+        assert_eq!(a.retain(r.id), Ok(2));
+        assert_eq!(a.reclaim(r.id), Ok((1, None)));
+        assert_eq!(a.reclaim(r.id), Ok((0, Some(7))));
+        assert_eq!(
+            a.regions().map(|r| r.has_payload).collect::<Vec<_>>(),
+            vec![false, false]
+        );
+        // The region is not cached: an exact re-reserve creates a new payload.
+        let r = a.reserve(256, 1).unwrap();
+        assert_eq!((r.offset, r.cached), (0, None));
+    }
+
+    #[test]
+    fn release_keeps_the_payload_for_an_exact_reserve() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let big = a.reserve(512, 1).unwrap();
+        let cached = a.reserve(256, 1).unwrap();
+        assert_eq!(cached.offset, 512);
+        a.set_payload(cached.id, 9).unwrap();
+        let _tail = a.reserve(256, 1).unwrap();
+        a.release(big.id).unwrap();
+        a.release(cached.id).unwrap();
+        // First fit would take offset 0; the exact cached region is preferred.
+        let r = a.reserve(256, 256).unwrap();
+        assert_eq!(
+            (r.offset, r.size, r.cached, r.evicted),
+            (512, 256, Some(9), vec![])
+        );
+        // The region still owns the payload: no set_payload, reclaim returns it.
+        assert_eq!(a.payload(r.id), Ok(Some(&9)));
+        assert!(matches!(
+            a.set_payload(r.id, 10),
+            Err(RegionError::PayloadPresent {
+                offset: 512,
+                size: 256,
+                ..
+            })
+        ));
+        assert_eq!(a.reclaim(r.id), Ok((0, Some(9))));
+        // An alignment the cached offset does not meet: no reuse.
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let _pad = a.reserve(256, 1).unwrap();
+        let c = a.reserve(256, 1).unwrap();
+        a.set_payload(c.id, 3).unwrap();
+        a.release(c.id).unwrap();
+        let r = a.reserve(256, 512).unwrap();
+        assert_eq!((r.offset, r.cached), (512, None));
+        assert_eq!(a.regions().filter(|r| r.has_payload).count(), 1);
+    }
+
+    #[test]
+    fn split_and_merge_evict_payloads() {
+        let mut a = RegionAllocator::<u32>::new(300);
+        let r1 = a.reserve(100, 1).unwrap();
+        let r2 = a.reserve(100, 1).unwrap();
+        let r3 = a.reserve(100, 1).unwrap();
+        a.set_payload(r1.id, 1).unwrap();
+        a.set_payload(r2.id, 2).unwrap();
+        a.set_payload(r3.id, 3).unwrap();
+        a.release(r1.id).unwrap();
+        a.release(r2.id).unwrap();
+        // Splitting a cached region evicts its payload.
+        let small = a.reserve(60, 1).unwrap();
+        assert_eq!(
+            (small.offset, small.cached, small.evicted),
+            (0, None, vec![1])
+        );
+        a.release(small.id).unwrap();
+        // No single free region holds 150 bytes; the run 0..200 does and is merged.
+        assert_eq!(
+            layout(&a),
+            vec![(0, 60, 0), (60, 40, 0), (100, 100, 0), (200, 100, 1)]
+        );
+        let r = a.reserve(150, 1).unwrap();
+        assert_eq!((r.offset, r.size), (0, 150));
+        assert_eq!(r.evicted, vec![2]);
+        assert_eq!(layout(&a), vec![(0, 150, 1), (150, 50, 0), (200, 100, 1)]);
+        assert!(a.reserve(51, 1).is_none());
+        // collect returns the payloads of merged regions only.
+        a.release(r3.id).unwrap();
+        assert_eq!(a.collect(), vec![3]);
+        assert_eq!(layout(&a), vec![(0, 150, 1), (150, 150, 0)]);
+    }
+
+    #[test]
+    fn set_payload_needs_a_reserved_region() {
+        let mut a = RegionAllocator::<u32>::new(64);
+        let r = a.reserve(64, 1).unwrap();
+        a.release(r.id).unwrap();
+        assert!(matches!(
+            a.set_payload(r.id, 1),
+            Err(RegionError::NotInUse { .. })
+        ));
+        assert_eq!(
+            a.payload(r.id).unwrap_err().to_string(),
+            format!(
+                "{} at offset 0 B, size 64 B is not in use (already released)",
+                r.id
+            )
+        );
+    }
+
+    #[test]
+    fn drain_returns_every_payload_and_resets() {
+        let mut a = RegionAllocator::<u32>::new(1024);
+        let r1 = a.reserve(100, 1).unwrap();
+        let r2 = a.reserve(100, 1).unwrap();
+        a.set_payload(r1.id, 1).unwrap();
+        a.set_payload(r2.id, 2).unwrap();
+        a.release(r2.id).unwrap();
+        let mut got = a.drain();
+        got.sort();
+        assert_eq!(got, vec![1, 2]);
+        assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+        assert_eq!(a.reserved(), 0);
+        assert!(matches!(
+            a.release(r1.id),
+            Err(RegionError::UnknownRegion(_))
+        ));
+        let r = a.reserve(8, 1).unwrap();
+        assert_eq!(r.offset, 0);
+        assert!(a.drain().is_empty());
+    }
+
+    #[test]
+    fn retain_overflow_is_an_error() {
+        let mut a = RegionAllocator::<u32>::new(64);
+        let r = a.reserve(8, 1).unwrap();
+        a.get_mut(r.id).unwrap().use_count = u32::MAX;
+        assert!(matches!(
+            a.retain(r.id),
+            Err(RegionError::TooManyUsers {
+                offset: 0,
+                size: 8,
+                ..
+            })
+        ));
+        assert_eq!(a.info(r.id).unwrap().use_count, u32::MAX);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::HashMap;
+
+        const BLOCK: u64 = 16 * 1024 * 1024;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Reserve {
+                size: u64,
+                align: u64,
+                payload: bool,
+            },
+            Retain(usize),
+            Release(usize),
+            Reclaim(usize),
+            Collect,
+            ReleaseDead(usize),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let align = prop_oneof![
+                4 => (0u32..=12).prop_map(|p| 1u64 << p),
+                1 => 0u64..=4096,
+            ];
+            prop_oneof![
+                5 => (1u64..=1024 * 1024, align, any::<bool>())
+                    .prop_map(|(size, align, payload)| Op::Reserve { size, align, payload }),
+                1 => any::<usize>().prop_map(Op::Retain),
+                3 => any::<usize>().prop_map(Op::Release),
+                2 => any::<usize>().prop_map(Op::Reclaim),
+                1 => Just(Op::Collect),
+                1 => any::<usize>().prop_map(Op::ReleaseDead),
+            ]
+        }
+
+        struct Live {
+            id: RegionId,
+            offset: u64,
+            size: u64,
+            count: u32,
+            token: Option<u64>,
+        }
+
+        /// Tokens the allocator owns, with the (offset, size) of their region.
+        type Tokens = HashMap<u64, (u64, u64)>;
+
+        fn check(a: &RegionAllocator<u64>, live: &[Live], tokens: &Tokens) {
+            let regions: Vec<RegionInfo> = a.regions().collect();
+            let mut at = 0;
+            for r in &regions {
+                assert_eq!(r.offset, at, "gap or overlap at {at}: {regions:?}");
+                assert!(r.size > 0);
+                assert_eq!(r.in_use, r.use_count > 0);
+                at += r.size;
+            }
+            assert_eq!(at, BLOCK);
+            let mut used: Vec<(u64, u64, u32)> = regions
+                .iter()
+                .filter(|r| r.in_use)
+                .map(|r| (r.offset, r.size, r.use_count))
+                .collect();
+            let mut want: Vec<(u64, u64, u32)> =
+                live.iter().map(|l| (l.offset, l.size, l.count)).collect();
+            used.sort();
+            want.sort();
+            assert_eq!(used, want);
+            assert_eq!(a.reserved(), live.iter().map(|l| l.size).sum::<u64>());
+            assert_eq!(a.is_empty(), live.is_empty());
+            assert_eq!(
+                regions.iter().filter(|r| r.has_payload).count(),
+                tokens.len()
+            );
+            for l in live {
+                assert_eq!(a.payload(l.id).unwrap().copied(), l.token);
+            }
+        }
+
+        fn give_back(tokens: &mut Tokens, returned: Vec<u64>) {
+            for t in returned {
+                assert!(
+                    tokens.remove(&t).is_some(),
+                    "token {t} returned twice or never owned"
+                );
+            }
+        }
+
+        /// Whether some maximal run of free regions could hold `want` bytes at `align`.
+        fn could_fit(a: &RegionAllocator<u64>, want: u64, align: u64) -> bool {
+            let regions: Vec<RegionInfo> = a.regions().collect();
+            let mut i = 0;
+            while i < regions.len() {
+                if regions[i].in_use {
+                    i += 1;
+                    continue;
+                }
+                let start = regions[i].offset;
+                let mut end = regions[i].offset + regions[i].size;
+                while i + 1 < regions.len() && !regions[i + 1].in_use {
+                    i += 1;
+                    end = regions[i].offset + regions[i].size;
+                }
+                if start.next_multiple_of(align) + want <= end {
+                    return true;
+                }
+                i += 1;
+            }
+            false
+        }
+
+        fn run(ops: Vec<Op>, granularity: u64) {
+            let mut a = RegionAllocator::<u64>::with_granularity(BLOCK, granularity);
+            let mut live: Vec<Live> = Vec::new();
+            let mut dead: Vec<RegionId> = Vec::new();
+            let mut tokens = Tokens::new();
+            let mut next_token = 0u64;
+            for op in ops {
+                match op {
+                    Op::Reserve {
+                        size,
+                        align,
+                        payload,
+                    } => {
+                        let align_eff = align.max(1).next_power_of_two();
+                        let want = round_up(size, granularity).unwrap();
+                        match a.reserve(size, align) {
+                            Some(r) => {
+                                assert_eq!(r.offset % align_eff, 0);
+                                assert_eq!(r.size, want);
+                                assert!(r.offset + r.size <= BLOCK);
+                                give_back(&mut tokens, r.evicted);
+                                let token = match r.cached {
+                                    Some(t) => {
+                                        assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)));
+                                        Some(t)
+                                    }
+                                    None if payload => {
+                                        next_token += 1;
+                                        a.set_payload(r.id, next_token).unwrap();
+                                        tokens.insert(next_token, (r.offset, r.size));
+                                        Some(next_token)
+                                    }
+                                    None => None,
+                                };
+                                live.push(Live {
+                                    id: r.id,
+                                    offset: r.offset,
+                                    size: r.size,
+                                    count: 1,
+                                    token,
+                                });
+                            }
+                            None => assert!(
+                                !could_fit(&a, want, align_eff),
+                                "{want} @ {align_eff} fits"
+                            ),
+                        }
+                    }
+                    Op::Retain(i) if !live.is_empty() => {
+                        let n = live.len();
+                        let l = &mut live[i % n];
+                        l.count += 1;
+                        assert_eq!(a.retain(l.id), Ok(l.count));
+                    }
+                    Op::Release(i) | Op::Reclaim(i) if !live.is_empty() => {
+                        let k = i % live.len();
+                        let l = &mut live[k];
+                        l.count -= 1;
+                        if matches!(op, Op::Release(_)) {
+                            assert_eq!(a.release(l.id), Ok(l.count));
+                        } else {
+                            let (count, payload) = a.reclaim(l.id).unwrap();
+                            assert_eq!(count, l.count);
+                            if count == 0 {
+                                assert_eq!(payload, l.token);
+                                give_back(&mut tokens, payload.into_iter().collect());
+                            } else {
+                                assert_eq!(payload, None);
+                            }
+                        }
+                        if l.count == 0 {
+                            dead.push(live.swap_remove(k).id);
+                        }
+                    }
+                    Op::Collect => {
+                        let evicted = a.collect();
+                        give_back(&mut tokens, evicted);
+                        let regions: Vec<RegionInfo> = a.regions().collect();
+                        for w in regions.windows(2) {
+                            assert!(
+                                w[0].in_use || w[1].in_use,
+                                "adjacent free regions after collect"
+                            );
+                        }
+                    }
+                    Op::ReleaseDead(i) if !dead.is_empty() => {
+                        let id = dead[i % dead.len()];
+                        let before = a.reserved();
+                        assert!(a.release(id).is_err());
+                        assert!(a.reclaim(id).is_err());
+                        assert!(a.retain(id).is_err());
+                        assert!(a.set_payload(id, u64::MAX).is_err());
+                        assert_eq!(a.reserved(), before);
+                    }
+                    _ => {}
+                }
+                check(&a, &live, &tokens);
+            }
+            for l in live.drain(..) {
+                for left in (0..l.count).rev() {
+                    assert_eq!(a.release(l.id), Ok(left));
+                }
+                assert!(a.release(l.id).is_err());
+            }
+            give_back(&mut tokens, a.collect());
+            let regions: Vec<RegionInfo> = a.regions().collect();
+            assert_eq!(regions.len(), 1);
+            assert_eq!(
+                (regions[0].offset, regions[0].size, regions[0].in_use),
+                (0, BLOCK, false)
+            );
+            give_back(&mut tokens, a.drain());
+            assert!(tokens.is_empty(), "payloads lost: {tokens:?}");
+        }
+
+        proptest! {
+            #[test]
+            fn regions_tile_the_block(
+                ops in prop::collection::vec(op(), 1..300),
+                granularity in prop_oneof![Just(0u64), Just(32), Just(256)],
+            ) {
+                run(ops, granularity);
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Crops and slices: buffers that alias a part of another buffer's host and
+//! device memory (Halide's `device_crop`, `device_slice`, `device_release_crop`
+//! in `src/runtime/device_interface.cpp` and `vulkan.cpp`).
+//!
+//! Two fixes over Halide's Vulkan runtime:
+//! - offsets accumulate from the *source view*, so a crop of a crop (or a slice of
+//!   a slice) addresses the right memory (Halide adds the new offset to the owner's);
+//! - a view holds its region through an `Arc`, so the parent may be dropped first
+//!   and the memory lives until the last view is gone (the use count starts at one,
+//!   Halide #9237).
+//!
+//! Dirty bits are copied from the source when the view is made and are the view's
+//! own afterwards, as in Halide's `Buffer::cropped`.
+
+use crate::buffer::{Buffer, Dim, HostView};
+use crate::device::DeviceView;
+use crate::error::{Error, Result};
+
+impl Buffer {
+    fn view(&self, name: &str, dims: Vec<Dim>, elem_offset: u64) -> Buffer {
+        let esize = self.elem().bytes();
+        let host = self.host.as_ref().map(|h| HostView {
+            memory: h.memory.clone(),
+            offset: h.offset + elem_offset as usize * esize,
+        });
+        let device = self.device.as_ref().map(|d| DeviceView {
+            region: d.region.clone(),
+            offset: d.offset + elem_offset,
+        });
+        Buffer::from_parts(
+            name,
+            self.elem(),
+            dims,
+            host,
+            device,
+            self.host_dirty,
+            self.device_dirty,
+        )
+    }
+
+    /// A view of the box `min`..`min + extent` of this buffer, sharing its host and
+    /// device memory. Halide: `Buffer::cropped`, `halide_device_crop`.
+    pub fn cropped(&self, name: &str, min: &[i64], extent: &[i64]) -> Result<Buffer> {
+        let dims = self.dims();
+        if min.len() != dims.len() || extent.len() != dims.len() {
+            return Err(Error::CropFailed(format!(
+                "crop of {} ({} dimensions) given {} mins and {} extents",
+                self.name(),
+                dims.len(),
+                min.len(),
+                extent.len()
+            )));
+        }
+        let mut offset = 0u64;
+        let mut out = Vec::with_capacity(dims.len());
+        for (d, ((&m, &e), p)) in min.iter().zip(extent).zip(dims).enumerate() {
+            if e < 0 || m < p.min || m.saturating_add(e) > p.min + p.extent {
+                return Err(Error::CropFailed(format!(
+                    "dimension {d} of the crop, [{m}, {}), is outside {}'s [{}, {})",
+                    m.saturating_add(e),
+                    self.name(),
+                    p.min,
+                    p.min + p.extent
+                )));
+            }
+            offset += (m - p.min) as u64 * p.stride as u64;
+            out.push(Dim {
+                min: m,
+                extent: e,
+                stride: p.stride,
+            });
+        }
+        Ok(self.view(name, out, offset))
+    }
+
+    /// The `dim`-th dimension fixed at `pos`: a view with one dimension less.
+    /// Halide: `Buffer::sliced`, `halide_device_slice`.
+    pub fn sliced(&self, name: &str, dim: usize, pos: i64) -> Result<Buffer> {
+        let dims = self.dims();
+        let Some(d) = dims.get(dim) else {
+            return Err(Error::CropFailed(format!(
+                "slice of {} at dimension {dim}; it has {}",
+                self.name(),
+                dims.len()
+            )));
+        };
+        if pos < d.min || pos >= d.min + d.extent {
+            return Err(Error::CropFailed(format!(
+                "slice of {} at {pos} in dimension {dim}, outside [{}, {})",
+                self.name(),
+                d.min,
+                d.min + d.extent
+            )));
+        }
+        let offset = (pos - d.min) as u64 * d.stride as u64;
+        let mut out = dims.to_vec();
+        out.remove(dim);
+        Ok(self.view(name, out, offset))
+    }
+
+    /// The same buffer without host memory: Halide tests make these with a raw
+    /// `halide_buffer_t` copy whose `host` is null.
+    pub fn without_host(&self, name: &str) -> Buffer {
+        let mut v = self.view(name, self.dims().to_vec(), 0);
+        v.host = None;
+        v.host_dirty = false;
+        v
+    }
+
+    /// Whether this buffer's device memory is a view into a region at a non-zero
+    /// offset, or shared with another buffer.
+    pub fn is_device_view(&self) -> bool {
+        self.device
+            .as_ref()
+            .is_some_and(|d| d.offset != 0 || std::sync::Arc::strong_count(&d.region) > 1)
+    }
+}

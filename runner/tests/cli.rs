@@ -1,0 +1,110 @@
+//! The `vkcopy-suite` binary as a user runs it.
+
+use std::path::Path;
+use std::process::Command;
+
+fn suite() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+}
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+#[test]
+fn select_answers_for_the_lab_h200() {
+    let table = repo().join("cases/devices/nvidia-h200.yaml");
+    for (policy, want) in [
+        ("halide-legacy", "type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)"),
+        ("halide", "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)"),
+        ("vkcopy", "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)"),
+    ] {
+        let out = suite()
+            .args(["select", "--table"])
+            .arg(&table)
+            .args(["--request", "readback", "--policy", policy])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{policy}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "{policy}");
+    }
+}
+
+#[test]
+fn select_answers_for_every_recorded_table() {
+    for entry in std::fs::read_dir(repo().join("cases/devices")).unwrap() {
+        let path = entry.unwrap().path();
+        for role in ["readback", "upload", "device"] {
+            let out = suite()
+                .args(["select", "--table"])
+                .arg(&path)
+                .args(["--request", role])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{} {role}: {out:?}", path.display());
+            assert!(String::from_utf8_lossy(&out.stdout).starts_with("type "));
+        }
+    }
+}
+
+#[test]
+fn select_rejects_bad_input_with_exit_code_2() {
+    let table = repo().join("cases/devices/nvidia-h200.yaml");
+    let out = suite()
+        .args(["select", "--table"])
+        .arg(&table)
+        .args(["--request", "sideways"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sideways"));
+
+    let out = suite()
+        .args(["select", "--table", "no/such/table.yaml", "--request", "readback"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/table.yaml"));
+}
+
+#[test]
+fn a_malformed_case_fails_alone_with_one_located_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("devices")).unwrap();
+    std::fs::copy(
+        repo().join("cases/devices/lavapipe.yaml"),
+        root.join("devices/lavapipe.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("good.yaml"),
+        "about: ok\nselection:\n  table: lavapipe\n  expect:\n    - { request: readback, vkcopy: 0 }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("bad.yaml"),
+        "about: broken\nselection:\n  table: lavapipe\n  expect:\n    - { request: readback, vkcopi: 0 }\n",
+    )
+    .unwrap();
+    let out = suite()
+        .arg("run")
+        .arg("--cases")
+        .arg(root)
+        .arg("--report-dir")
+        .arg(root.join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let located: Vec<&str> = stdout.lines().filter(|l| l.contains("bad.yaml:5:")).collect();
+    assert_eq!(located.len(), 1, "{stdout}");
+    assert!(located[0].contains("unknown field `vkcopi`"), "{stdout}");
+    assert!(stdout.contains("pass  good"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "1 passed, 1 failed, 0 skipped"), "{stdout}");
+    // The report names both cases.
+    let reports: Vec<_> = std::fs::read_dir(root.join("out")).unwrap().collect();
+    assert_eq!(reports.len(), 1);
+    let json = std::fs::read_to_string(reports[0].as_ref().unwrap().path().join("results.json")).unwrap();
+    assert!(json.contains("\"name\": \"bad\"") && json.contains("\"name\": \"good\""), "{json}");
+}
