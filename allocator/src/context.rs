@@ -83,6 +83,52 @@ pub struct ContextOptions {
     pub policy: Policy,
     /// Present this recorded memory table to the allocator instead of the device's.
     pub simulate_memory: Option<MemoryTable>,
+    /// Reintroduces known Halide runtime bugs, so that tests can prove the suite
+    /// catches each of them. All off by default.
+    pub emulate: Emulate,
+}
+
+/// Known bugs of Halide's Vulkan runtime (reference: Halide `src/runtime/vulkan*.h`,
+/// `device_buffer_utils.h` at abbf7ff), each of which vkcopy fixes. Switching one on
+/// brings the bug back; the cases in `cases/regressions/` must then fail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Emulate {
+    /// A crop of a crop is offset from the owner, not from its parent crop
+    /// (`create_crop` in `vulkan_memory.h`).
+    pub crop_offset_from_owner: bool,
+    /// Staging is written in the destination's layout and read in the source's
+    /// (`halide_vulkan_buffer_copy`).
+    pub staging_layout_mismatch: bool,
+    /// A copy covers `min(extent)` from the later min instead of the intersection
+    /// of the boxes (`make_buffer_copy` in `device_buffer_utils.h`).
+    pub min_extent_copy: bool,
+    /// A region's use count starts at 0, so releasing the owner frees memory that a
+    /// crop still uses (Halide #9237).
+    pub use_count_zero: bool,
+    /// Never flush or invalidate non-coherent mappings (Halide relies on coherence).
+    pub no_flush_invalidate: bool,
+}
+
+impl Emulate {
+    /// Parses a comma-separated list of the field names, as `VKCOPY_EMULATE` takes.
+    pub fn parse(s: &str) -> std::result::Result<Emulate, String> {
+        let mut e = Emulate::default();
+        for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "crop_offset_from_owner" => e.crop_offset_from_owner = true,
+                "staging_layout_mismatch" => e.staging_layout_mismatch = true,
+                "min_extent_copy" => e.min_extent_copy = true,
+                "use_count_zero" => e.use_count_zero = true,
+                "no_flush_invalidate" => e.no_flush_invalidate = true,
+                _ => {
+                    return Err(format!(
+                        "unknown bug '{name}'; expected crop_offset_from_owner, staging_layout_mismatch, min_extent_copy, use_count_zero or no_flush_invalidate"
+                    ))
+                }
+            }
+        }
+        Ok(e)
+    }
 }
 
 impl ContextOptions {
@@ -119,6 +165,13 @@ impl ContextOptions {
                     })
                 }
             };
+        }
+        if let Ok(v) = std::env::var("VKCOPY_EMULATE") {
+            options.emulate = Emulate::parse(&v).map_err(|reason| Error::BadSetting {
+                name: "VKCOPY_EMULATE",
+                value: v.clone(),
+                reason,
+            })?;
         }
         if let Ok(v) = std::env::var("VKCOPY_POLICY") {
             if !v.trim().is_empty() {
@@ -183,6 +236,7 @@ pub(crate) struct Shared {
     /// The device's own memory table.
     pub(crate) device_memory: MemoryTable,
     pub(crate) policy: Policy,
+    pub(crate) emulate: Emulate,
     pub(crate) stats: Stats,
     pub(crate) allocator: Allocator,
     pub(crate) submitter: Submitter,
@@ -557,6 +611,7 @@ impl Context {
                 info,
                 device_memory,
                 policy: options.policy,
+                emulate: options.emulate,
                 stats,
                 allocator,
                 submitter,
@@ -578,6 +633,11 @@ impl Context {
     /// The memory table the allocator selects from: the device's, or the simulated one.
     pub fn memory_table(&self) -> &MemoryTable {
         self.shared.allocator.table()
+    }
+
+    /// The Halide bugs this context emulates.
+    pub fn emulate(&self) -> Emulate {
+        self.shared.emulate
     }
 
     /// The memory-type selection policy.

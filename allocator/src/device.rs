@@ -39,6 +39,19 @@ impl Region {
         self.alloc.memory_type
     }
 
+    /// The host mapping of a staging region, whole.
+    ///
+    /// Callers hold the only handle to the region (a staging buffer made for one
+    /// copy), so nothing else reads or writes it meanwhile.
+    pub(crate) fn host_slice_mut(&self) -> Result<&mut [u8]> {
+        let mapped = self.alloc.mapped.ok_or_else(|| {
+            Error::DeviceMallocFailed(format!("{} staging memory is not host-visible", self.alloc.role))
+        })?;
+        // SAFETY: the mapping covers at least `size` bytes for the allocation's
+        // lifetime; the caller owns the region exclusively (see above).
+        Ok(unsafe { std::slice::from_raw_parts_mut(mapped.as_ptr(), self.alloc.size as usize) })
+    }
+
     /// What the region was allocated for.
     pub fn role(&self) -> Role {
         self.alloc.role

@@ -18,7 +18,7 @@ mod submit;
 pub mod view;
 
 pub use buffer::{Buffer, Dim, ElemType, Value};
-pub use context::{Context, ContextOptions, DeviceInfo, DeviceSelector, DeviceTypeFilter};
+pub use context::{Context, ContextOptions, Emulate, DeviceInfo, DeviceSelector, DeviceTypeFilter};
 pub use error::{Error, Result};
 pub use memory::policy::{Policy, Role};
 pub use memory::table::MemoryTable;

@@ -25,7 +25,11 @@ impl Buffer {
         });
         let device = self.device.as_ref().map(|d| DeviceView {
             region: d.region.clone(),
-            offset: d.offset + elem_offset,
+            offset: if d.region.shared.emulate.crop_offset_from_owner {
+                elem_offset
+            } else {
+                d.offset + elem_offset
+            },
         });
         Buffer::from_parts(
             name,

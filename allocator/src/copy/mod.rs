@@ -38,26 +38,6 @@ fn no_valid_data(src: &Buffer) -> Error {
     ))
 }
 
-/// Copies the intersection of two host views; views of one host memory are copied
-/// through a temporary, so overlapping boxes behave as `memmove`.
-pub fn host_to_host(src: (&HostView, &[Dim]), dst: (&HostView, &[Dim]), elem_bytes: usize) -> Result<()> {
-    let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
-    if plan.chunks() == 0 {
-        return Ok(());
-    }
-    if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
-        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        let mut temp = vec![0u8; plan.bytes() as usize];
-        plan.to_dense_dst().copy_host(&mem[src.0.offset..], &mut temp);
-        plan.from_dense_src().copy_host(&temp, &mut mem[dst.0.offset..]);
-        return Ok(());
-    }
-    let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-    let mut d = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-    plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
-    Ok(())
-}
-
 /// Byte range of a mapped allocation, aligned to `nonCoherentAtomSize` and clamped
 /// to the allocation (VUID-VkMappedMemoryRange-size-01390).
 fn atom_range(a: &Allocation, atom: u64, offset: u64, size: u64) -> (u64, u64) {
@@ -68,10 +48,40 @@ fn atom_range(a: &Allocation, atom: u64, offset: u64, size: u64) -> (u64, u64) {
     (start, end - start)
 }
 
+/// Checks that a device copy stays inside its region.
+fn check_region(side: &str, end: u64, size: u64) -> Result<()> {
+    if end > size {
+        return Err(Error::BadDimensions(format!(
+            "{side} of the copy ends at byte {end} of a {size}-byte device region"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that a host copy stays inside the host memory of a view.
+fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
+    if view.offset as u64 + end > len as u64 {
+        return Err(Error::BadDimensions(format!(
+            "{side} of the copy ends at byte {} of {len} bytes of host memory",
+            view.offset as u64 + end
+        )));
+    }
+    Ok(())
+}
+
 impl Context {
+    /// Plans a copy; Halide's planning when its bug is emulated.
+    pub(crate) fn plan(&self, src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<CopyPlan> {
+        if self.shared.emulate.min_extent_copy {
+            CopyPlan::halide(src, dst, elem_bytes)
+        } else {
+            CopyPlan::new(src, dst, elem_bytes)
+        }
+    }
+
     /// Makes host writes to a non-coherent mapping visible to the device.
     pub(crate) fn flush(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
-        if a.coherent() || a.mapped.is_none() {
+        if a.coherent() || a.mapped.is_none() || self.shared.emulate.no_flush_invalidate {
             return Ok(());
         }
         let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
@@ -90,7 +100,7 @@ impl Context {
 
     /// Makes device writes to a non-coherent mapping visible to the host.
     pub(crate) fn invalidate(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
-        if a.coherent() || a.mapped.is_none() {
+        if a.coherent() || a.mapped.is_none() || self.shared.emulate.no_flush_invalidate {
             return Ok(());
         }
         let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
@@ -142,6 +152,19 @@ impl Context {
         flush(&mut regions);
     }
 
+    /// How a copy goes through staging: the plan into staging, the plan out of it,
+    /// and the staging size in bytes. Staging is packed densely in the plan's order;
+    /// with Halide's bug emulated it is written in the destination's layout and read
+    /// in the source's.
+    fn staging(&self, plan: &CopyPlan) -> (CopyPlan, CopyPlan, u64) {
+        if self.shared.emulate.staging_layout_mismatch {
+            let size = plan.src_end().max(plan.dst_end());
+            (plan.clone(), plan.clone(), size)
+        } else {
+            (plan.to_dense_dst(), plan.from_dense_src(), plan.bytes())
+        }
+    }
+
     /// Copies the intersection of a host view and a device view, host to device,
     /// through an `upload` staging buffer.
     pub fn upload(
@@ -150,33 +173,21 @@ impl Context {
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
         if plan.chunks() == 0 {
             return Ok(());
         }
         let dst_off = dst.0.byte_offset(elem_bytes);
-        if dst_off + plan.dst_end() > dst.0.region.size() {
-            return Err(Error::BadDimensions(format!(
-                "copy ends at byte {} of a {}-byte device region",
-                dst_off + plan.dst_end(),
-                dst.0.region.size()
-            )));
-        }
-        let staging = self.allocate_region(Role::Upload, plan.bytes())?;
-        let packed = plan.to_dense_dst();
+        check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
+        let (pack, unpack, size) = self.staging(&plan);
+        let staging = self.allocate_region(Role::Upload, size)?;
         {
-            let mapped = staging.alloc.mapped.ok_or_else(|| {
-                Error::DeviceMallocFailed("upload staging is not host-visible".into())
-            })?;
-            // SAFETY: the staging allocation is mapped for at least plan.bytes() bytes
-            // and nothing else uses it until this function returns.
-            let out =
-                unsafe { std::slice::from_raw_parts_mut(mapped.as_ptr(), plan.bytes() as usize) };
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-            packed.copy_host(&mem[src.0.offset..], out);
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            let out = staging.host_slice_mut()?;
+            pack.copy_host(&mem[src.0.offset..], out);
         }
-        self.flush(&staging.alloc, 0, plan.bytes())?;
-        let unpack = plan.from_dense_src();
+        self.flush(&staging.alloc, 0, size)?;
         self.shared.submitter.run(&self.shared.device, |cmd| {
             self.record_copy(
                 cmd,
@@ -195,38 +206,28 @@ impl Context {
         dst: (&HostView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
         if plan.chunks() == 0 {
             return Ok(());
         }
         let src_off = src.0.byte_offset(elem_bytes);
-        if src_off + plan.src_end() > src.0.region.size() {
-            return Err(Error::BadDimensions(format!(
-                "copy ends at byte {} of a {}-byte device region",
-                src_off + plan.src_end(),
-                src.0.region.size()
-            )));
-        }
-        let staging = self.allocate_region(Role::Readback, plan.bytes())?;
-        let packed = plan.to_dense_dst();
+        check_region("source", src_off + plan.src_end(), src.0.region.size())?;
+        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+        let (pack, unpack, size) = self.staging(&plan);
+        let staging = self.allocate_region(Role::Readback, size)?;
         self.shared.submitter.run(&self.shared.device, |cmd| {
             self.record_copy(
                 cmd,
-                &packed,
+                &pack,
                 (src.0.region.alloc.buffer, src_off),
                 (staging.alloc.buffer, 0),
             );
         })?;
-        self.invalidate(&staging.alloc, 0, plan.bytes())?;
-        let mapped = staging.alloc.mapped.ok_or_else(|| {
-            Error::DeviceMallocFailed("readback staging is not host-visible".into())
-        })?;
-        // SAFETY: mapped for at least plan.bytes() bytes; the GPU finished writing it
-        // (fence waited, barrier to HOST_READ recorded, range invalidated).
-        let staged = unsafe { std::slice::from_raw_parts(mapped.as_ptr(), plan.bytes() as usize) };
-        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        plan.from_dense_src()
-            .copy_host(staged, &mut mem[dst.0.offset..]);
+        self.invalidate(&staging.alloc, 0, size)?;
+        // The fence was waited for and the submission ends with a barrier to HOST_READ.
+        let staged = staging.host_slice_mut()?;
+        unpack.copy_host(staged, &mut mem[dst.0.offset..]);
         Ok(())
     }
 
@@ -239,23 +240,14 @@ impl Context {
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = CopyPlan::new(src.1, dst.1, elem_bytes)?;
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
         if plan.chunks() == 0 {
             return Ok(());
         }
         let src_off = src.0.byte_offset(elem_bytes);
         let dst_off = dst.0.byte_offset(elem_bytes);
-        for (side, off, end, size) in [
-            ("source", src_off, plan.src_end(), src.0.region.size()),
-            ("destination", dst_off, plan.dst_end(), dst.0.region.size()),
-        ] {
-            if off + end > size {
-                return Err(Error::BadDimensions(format!(
-                    "{side} of the copy ends at byte {} of a {size}-byte device region",
-                    off + end
-                )));
-            }
-        }
+        check_region("source", src_off + plan.src_end(), src.0.region.size())?;
+        check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.alloc.buffer, dst.0.region.alloc.buffer);
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
             return self.shared.submitter.run(&self.shared.device, |cmd| {
@@ -283,6 +275,36 @@ impl Context {
             }
             self.record_copy(cmd, &plan.from_dense_src(), (tb, 0), (db, dst_off));
         })
+    }
+
+    /// Copies the intersection of two host views; views of one host memory are
+    /// copied through a temporary, so overlapping boxes behave as `memmove`.
+    pub fn host_to_host(
+        &self,
+        src: (&HostView, &[Dim]),
+        dst: (&HostView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
+            let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+            let mut temp = vec![0u8; plan.bytes() as usize];
+            plan.to_dense_dst().copy_host(&mem[src.0.offset..], &mut temp);
+            plan.from_dense_src()
+                .copy_host(&temp, &mut mem[dst.0.offset..]);
+            return Ok(());
+        }
+        let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+        let mut d = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        check_host("source", src.0, s.len(), plan.src_end())?;
+        check_host("destination", dst.0, d.len(), plan.dst_end())?;
+        plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
+        Ok(())
     }
 
     /// Halide's `halide_buffer_copy` (`src/runtime/device_interface.cpp`): copies the
@@ -336,7 +358,7 @@ impl Context {
             let d = dst.host.as_ref().expect("checked");
             if from_host_valid {
                 let s = src.host.as_ref().expect("checked");
-                host_to_host((s, src.dims()), (d, dst.dims()), eb)?;
+                self.host_to_host((s, src.dims()), (d, dst.dims()), eb)?;
                 CopyPath::HostToHost
             } else if from_device_valid {
                 let s = src.device.as_ref().expect("checked");

@@ -74,6 +74,43 @@ impl CopyPlan {
         Ok(plan)
     }
 
+    /// Halide's `make_buffer_copy` (`device_buffer_utils.h`), kept to emulate its bug:
+    /// each dimension copies `min(src.extent, dst.extent)` elements from the later
+    /// min, which overruns when the boxes overlap only partly.
+    pub fn halide(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
+        // Same shape checks as the real planner.
+        CopyPlan::new(src, dst, elem_bytes)?;
+        let eb = elem_bytes as u64;
+        let mut plan = CopyPlan {
+            chunk: eb,
+            dims: Vec::new(),
+            src_begin: 0,
+            dst_begin: 0,
+        };
+        for (s, d) in src.iter().zip(dst) {
+            let diff = d.min - s.min;
+            if diff > 0 {
+                plan.src_begin += s.stride as u64 * diff as u64 * eb;
+            } else {
+                plan.dst_begin += d.stride as u64 * (-diff) as u64 * eb;
+            }
+            let extent = s.extent.min(d.extent);
+            if extent <= 0 {
+                return Ok(CopyPlan::empty());
+            }
+            if extent > 1 {
+                plan.dims.push(PlanDim {
+                    extent: extent as u64,
+                    src_stride: s.stride as u64 * eb,
+                    dst_stride: d.stride as u64 * eb,
+                });
+            }
+        }
+        plan.dims.sort_by_key(|d| d.dst_stride);
+        plan.fold();
+        Ok(plan)
+    }
+
     /// A plan that copies nothing.
     pub fn empty() -> Self {
         CopyPlan {

@@ -548,7 +548,7 @@ impl Context {
                 // SAFETY: the command buffer is recording; pipeline, layout and set
                 // are alive until after the fence wait (cache lock and `pool` held).
                 unsafe {
-                    if i > 0 {
+                    if i > 1000 {
                         device.cmd_pipeline_barrier(
                             cmd,
                             vk::PipelineStageFlags::COMPUTE_SHADER,
