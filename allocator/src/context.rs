@@ -16,6 +16,7 @@ use crate::memory::allocator::Allocator;
 use crate::memory::policy::Policy;
 use crate::memory::stats::Stats;
 use crate::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
+use crate::profile::{Direction, DirectionStats, Profile};
 use crate::submit::Submitter;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -238,6 +239,7 @@ pub(crate) struct Shared {
     pub(crate) policy: Policy,
     pub(crate) emulate: Emulate,
     pub(crate) stats: Stats,
+    pub(crate) profile: Profile,
     pub(crate) allocator: Allocator,
     pub(crate) submitter: Submitter,
     /// Compiled compute kernels; destroyed before the device.
@@ -583,7 +585,9 @@ impl Context {
                 .max_per_stage_descriptor_storage_buffers,
             features,
         };
-        let submitter = match Submitter::new(&device, queue, queue_family) {
+        let timestamps = (families[queue_family as usize].timestamp_valid_bits > 0)
+            .then_some(props.limits.timestamp_period);
+        let submitter = match Submitter::new(&device, queue, queue_family, timestamps) {
             Ok(s) => s,
             Err(e) => {
                 // SAFETY: nothing was created from the device yet.
@@ -613,6 +617,7 @@ impl Context {
                 policy: options.policy,
                 emulate: options.emulate,
                 stats,
+                profile: Profile::default(),
                 allocator,
                 submitter,
                 kernels: crate::kernels::KernelCache::default(),
@@ -633,6 +638,43 @@ impl Context {
     /// The memory table the allocator selects from: the device's, or the simulated one.
     pub fn memory_table(&self) -> &MemoryTable {
         self.shared.allocator.table()
+    }
+
+    /// Turns GPU timestamps around copies on or off (counts are always kept).
+    pub fn set_profiling(&self, on: bool) {
+        self.shared.profile.set_enabled(on);
+    }
+
+    /// Whether GPU timestamps are taken around copies.
+    pub fn profiling(&self) -> bool {
+        self.shared.profile.enabled()
+    }
+
+    /// Copy totals of one direction so far.
+    pub fn copy_stats(&self, d: Direction) -> DirectionStats {
+        self.shared.profile.get(d)
+    }
+
+    /// Every counter a case can check with `expect_counters`, by name: copies and
+    /// bytes per direction, and live objects.
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.shared.stats;
+        let mut out = Vec::new();
+        for d in Direction::ALL {
+            let p = self.shared.profile.get(d);
+            out.push((copies_name(d), p.copies));
+            out.push((bytes_name(d), p.bytes));
+        }
+        out.extend([
+            ("device_mallocs", s.regions.created()),
+            ("device_frees", s.regions.destroyed()),
+            ("live_regions", s.regions.live()),
+            ("live_buffers", s.buffers.live()),
+            ("live_device_memories", s.device_memories.live()),
+            ("live_device_memory_bytes", s.device_memory_bytes()),
+            ("live_mappings", s.mappings.live()),
+        ]);
+        out
     }
 
     /// The Halide bugs this context emulates.
@@ -680,6 +722,43 @@ impl Context {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 }
+
+fn copies_name(d: Direction) -> &'static str {
+    match d {
+        Direction::ToDevice => "copies_to_device",
+        Direction::ToHost => "copies_to_host",
+        Direction::DeviceToDevice => "copies_device_to_device",
+        Direction::HostToHost => "copies_host_to_host",
+    }
+}
+
+fn bytes_name(d: Direction) -> &'static str {
+    match d {
+        Direction::ToDevice => "bytes_to_device",
+        Direction::ToHost => "bytes_to_host",
+        Direction::DeviceToDevice => "bytes_device_to_device",
+        Direction::HostToHost => "bytes_host_to_host",
+    }
+}
+
+/// Names of [`Context::counters`], for checking cases before they run.
+pub const COUNTER_NAMES: &[&str] = &[
+    "copies_to_device",
+    "bytes_to_device",
+    "copies_to_host",
+    "bytes_to_host",
+    "copies_device_to_device",
+    "bytes_device_to_device",
+    "copies_host_to_host",
+    "bytes_host_to_host",
+    "device_mallocs",
+    "device_frees",
+    "live_regions",
+    "live_buffers",
+    "live_device_memories",
+    "live_device_memory_bytes",
+    "live_mappings",
+];
 
 /// Instance and messenger during construction: destroyed on early return.
 struct Partial {

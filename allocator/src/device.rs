@@ -45,7 +45,10 @@ impl Region {
     /// copy), so nothing else reads or writes it meanwhile.
     pub(crate) fn host_slice_mut(&self) -> Result<&mut [u8]> {
         let mapped = self.alloc.mapped.ok_or_else(|| {
-            Error::DeviceMallocFailed(format!("{} staging memory is not host-visible", self.alloc.role))
+            Error::DeviceMallocFailed(format!(
+                "{} staging memory is not host-visible",
+                self.alloc.role
+            ))
         })?;
         // SAFETY: the mapping covers at least `size` bytes for the allocation's
         // lifetime; the caller owns the region exclusively (see above).

@@ -14,11 +14,12 @@ pub mod error;
 pub mod expr;
 pub mod kernels;
 pub mod memory;
+pub mod profile;
 mod submit;
 pub mod view;
 
 pub use buffer::{Buffer, Dim, ElemType, Value};
-pub use context::{Context, ContextOptions, Emulate, DeviceInfo, DeviceSelector, DeviceTypeFilter};
+pub use context::{Context, ContextOptions, DeviceInfo, DeviceSelector, DeviceTypeFilter, Emulate};
 pub use error::{Error, Result};
 pub use memory::policy::{Policy, Role};
 pub use memory::table::MemoryTable;

@@ -16,14 +16,24 @@ struct Commands {
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
+    /// Two timestamps around the recorded work, when the queue has timestamps.
+    queries: Option<vk::QueryPool>,
 }
 
 pub(crate) struct Submitter {
     inner: Mutex<Commands>,
+    timestamp_period: f32,
 }
 
 impl Submitter {
-    pub(crate) fn new(device: &ash::Device, queue: vk::Queue, queue_family: u32) -> Result<Self> {
+    /// `timestamp_period`: nanoseconds per tick, or None when the queue family has
+    /// no timestamps (`timestampValidBits` 0).
+    pub(crate) fn new(
+        device: &ash::Device,
+        queue: vk::Queue,
+        queue_family: u32,
+        timestamp_period: Option<f32>,
+    ) -> Result<Self> {
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(queue_family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -52,13 +62,35 @@ impl Submitter {
                 return Err(e).vk("vkCreateFence");
             }
         };
+        let queries = match timestamp_period {
+            None => None,
+            Some(_) => {
+                let info = vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(2);
+                // SAFETY: valid create info; destroyed in `destroy`.
+                match unsafe { device.create_query_pool(&info, None) } {
+                    Ok(q) => Some(q),
+                    Err(e) => {
+                        // SAFETY: nothing uses the fence or the pool yet.
+                        unsafe {
+                            device.destroy_fence(fence, None);
+                            device.destroy_command_pool(pool, None);
+                        }
+                        return Err(e).vk("vkCreateQueryPool");
+                    }
+                }
+            }
+        };
         Ok(Submitter {
             inner: Mutex::new(Commands {
                 queue,
                 pool,
                 cmd,
                 fence,
+                queries,
             }),
+            timestamp_period: timestamp_period.unwrap_or(0.0),
         })
     }
 
@@ -69,6 +101,17 @@ impl Submitter {
         device: &ash::Device,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
+        self.run_timed(device, false, record).map(|_| ())
+    }
+
+    /// As [`Submitter::run`]; with `timed`, also returns the GPU time of the recorded
+    /// work in nanoseconds, from two timestamp queries.
+    pub(crate) fn run_timed(
+        &self,
+        device: &ash::Device,
+        timed: bool,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<Option<u64>> {
         let c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -110,7 +153,21 @@ impl Submitter {
                 &[],
             );
         }
+        let queries = c.queries.filter(|_| timed);
+        if let Some(q) = queries {
+            // SAFETY: recording; the pool has two queries, reset before being written.
+            unsafe {
+                device.cmd_reset_query_pool(c.cmd, q, 0, 2);
+                device.cmd_write_timestamp(c.cmd, vk::PipelineStageFlags::TOP_OF_PIPE, q, 0);
+            }
+        }
         record(c.cmd);
+        if let Some(q) = queries {
+            // SAFETY: as above.
+            unsafe {
+                device.cmd_write_timestamp(c.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 1);
+            }
+        }
         // SAFETY: as above.
         unsafe {
             device.cmd_pipeline_barrier(
@@ -136,7 +193,16 @@ impl Submitter {
             device.reset_fences(&[c.fence]).vk("vkResetFences")?;
             waited.vk("vkWaitForFences")?;
         }
-        Ok(())
+        let Some(q) = queries else { return Ok(None) };
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by the submission the fence waited for.
+        unsafe {
+            device
+                .get_query_pool_results(q, 0, &mut ticks, vk::QueryResultFlags::TYPE_64)
+                .vk("vkGetQueryPoolResults")?;
+        }
+        let ns = ticks[1].saturating_sub(ticks[0]) as f64 * self.timestamp_period as f64;
+        Ok(Some(ns as u64))
     }
 
     /// Destroys the pool, its command buffer and the fence.
@@ -147,6 +213,9 @@ impl Submitter {
         let c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the caller guarantees the device is idle.
         unsafe {
+            if let Some(q) = c.queries {
+                device.destroy_query_pool(q, None);
+            }
             device.destroy_fence(c.fence, None);
             device.destroy_command_pool(c.pool, None);
         }

@@ -8,7 +8,9 @@ use vkcopy::{Context, ContextOptions, DeviceSelector, DeviceTypeFilter, Error};
 fn context(options: ContextOptions) -> Option<Context> {
     match Context::new(options) {
         Ok(c) => Some(c),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice)) if std::env::var_os("CI").is_none() => {
+        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
+            if std::env::var_os("CI").is_none() =>
+        {
             eprintln!("skipping: {e}");
             None
         }
@@ -17,20 +19,29 @@ fn context(options: ContextOptions) -> Option<Context> {
 }
 
 fn validation_installed() -> bool {
-    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json").exists()
+    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
+        .exists()
 }
 
 #[test]
 fn device_type_filter_matches_exactly() {
-    assert_eq!(DeviceTypeFilter::parse("discrete-gpu"), Some(DeviceTypeFilter::DiscreteGpu));
-    assert_eq!(DeviceTypeFilter::parse(" GPU "), Some(DeviceTypeFilter::Gpu));
+    assert_eq!(
+        DeviceTypeFilter::parse("discrete-gpu"),
+        Some(DeviceTypeFilter::DiscreteGpu)
+    );
+    assert_eq!(
+        DeviceTypeFilter::parse(" GPU "),
+        Some(DeviceTypeFilter::Gpu)
+    );
     assert_eq!(DeviceTypeFilter::parse("discrete"), None);
     assert_eq!(DeviceTypeFilter::parse("integrated_gpu"), None);
 }
 
 #[test]
 fn unknown_device_name_lists_the_devices() {
-    let Some(ctx) = context(ContextOptions::default()) else { return };
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
     let name = ctx.info().name.clone();
     drop(ctx);
     let err = Context::new(ContextOptions {
@@ -41,12 +52,17 @@ fn unknown_device_name_lists_the_devices() {
     assert_eq!(err.name(), "no_matching_device");
     let text = err.to_string();
     assert!(text.contains("no-such-gpu-anywhere"), "{text}");
-    assert!(text.contains(&name), "the message lists the devices: {text}");
+    assert!(
+        text.contains(&name),
+        "the message lists the devices: {text}"
+    );
 }
 
 #[test]
 fn device_index_and_name_select_the_same_device() {
-    let Some(ctx) = context(ContextOptions::default()) else { return };
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
     let devices = Context::list_devices().unwrap();
     assert!(!devices.is_empty());
     let by_index = Context::new(ContextOptions {
@@ -72,7 +88,9 @@ fn device_index_and_name_select_the_same_device() {
 
 #[test]
 fn device_type_selector_finds_the_device_of_that_type() {
-    let Some(ctx) = context(ContextOptions::default()) else { return };
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
     let filter = match ctx.info().device_type {
         vkcopy::memory::table::DeviceType::Cpu => DeviceTypeFilter::Cpu,
         vkcopy::memory::table::DeviceType::DiscreteGpu => DeviceTypeFilter::DiscreteGpu,
@@ -89,7 +107,9 @@ fn device_type_selector_finds_the_device_of_that_type() {
 
 #[test]
 fn live_memory_table_is_valid_and_matches_the_device() {
-    let Some(ctx) = context(ContextOptions::default()) else { return };
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
     let t = ctx.device_memory();
     assert!(!t.types.is_empty());
     assert_eq!(t.name, ctx.info().name);

@@ -171,12 +171,22 @@ fn fill_and_add_through_unaligned_crops() {
         let offset = crop.device_view().unwrap().offset;
         assert_eq!(offset, 33);
         if elem == ElemType::I32 {
-            assert_ne!(offset * 4 % align.max(1), 0, "the test needs an unaligned offset");
+            assert_ne!(
+                offset * 4 % align.max(1),
+                0,
+                "the test needs an unaligned offset"
+            );
         }
         ctx.kernel_fill(&mut crop, &expr("x * 3")).unwrap();
         parent.device_dirty = true;
         ctx.copy_to_host(&mut parent).unwrap();
-        check(&parent, |c| if (33..133).contains(&c[0]) { c[0] * 3 } else { 9 });
+        check(&parent, |c| {
+            if (33..133).contains(&c[0]) {
+                c[0] * 3
+            } else {
+                9
+            }
+        });
         ctx.copy_to_host(&mut crop).unwrap();
         check(&crop, |c| c[0] * 3);
         drop(crop);
@@ -194,6 +204,34 @@ fn fill_and_add_through_unaligned_crops() {
     let e = expr("x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)");
     check(&g, |p| e.eval(p));
     drop((c, c2, g));
+    finish(&ctx);
+}
+
+/// A region larger than `maxStorageBufferRange` cannot be bound whole: views
+/// in it are bound from an aligned offset below them.
+#[test]
+fn views_in_a_region_larger_than_a_binding() {
+    let Some(ctx) = context() else { return };
+    let max = u64::from(ctx.info().max_storage_buffer_range);
+    if max > 512 << 20 {
+        eprintln!("skipping: maxStorageBufferRange is {max} bytes");
+        return;
+    }
+    let n = (max / 4 + 1000) as i64;
+    let mut big = Buffer::new("big", ElemType::I32, &[n]).unwrap();
+    ctx.device_malloc(&mut big).unwrap();
+    for (at, len) in [(n - 997, 990), (5, 100), (n / 2 + 1, 33)] {
+        let mut crop = big.cropped("crop", &[at], &[len]).unwrap();
+        ctx.kernel_fill(&mut crop, &expr("x % 1000 + 7")).unwrap();
+        ctx.kernel_add(&mut crop, &mut [], 1).unwrap();
+        ctx.copy_to_host(&mut crop).unwrap();
+        check(&crop, |c| c[0] % 1000 + 8);
+    }
+    // A whole-buffer kernel needs the whole region in one binding.
+    let err = ctx.kernel_fill(&mut big, &expr("x")).unwrap_err();
+    assert_eq!(err.name(), "bad_dimensions", "{err}");
+    assert!(err.to_string().contains("maxStorageBufferRange"), "{err}");
+    drop(big);
     finish(&ctx);
 }
 
@@ -467,7 +505,10 @@ fn shapes_that_do_not_fit_are_errors() {
         "incompatible_buffers"
     );
     let mut cube = Buffer::new("cube", ElemType::I32, &[8, 8, 8]).unwrap();
-    assert_eq!(name(ctx.kernel_sum(&mut out, &mut cube, 3)), "bad_dimensions");
+    assert_eq!(
+        name(ctx.kernel_sum(&mut out, &mut cube, 3)),
+        "bad_dimensions"
+    );
     assert_eq!(
         name(ctx.kernel_sum(&mut flat, &mut cube, 1)),
         "incompatible_buffers"
@@ -492,7 +533,10 @@ fn shapes_that_do_not_fit_are_errors() {
     )
     .unwrap();
     nohost.host_dirty = true;
-    assert_eq!(name(ctx.kernel_add(&mut nohost, &mut [], 1)), "host_is_null");
+    assert_eq!(
+        name(ctx.kernel_add(&mut nohost, &mut [], 1)),
+        "host_is_null"
+    );
     // Empty buffers: nothing runs, the flags follow the pipeline semantics.
     let mut empty = Buffer::new("empty", ElemType::I32, &[0, 4]).unwrap();
     ctx.kernel_fill(&mut empty, &expr("x")).unwrap();

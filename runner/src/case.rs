@@ -145,6 +145,10 @@ pub enum Step {
         error: String,
         step: Box<Spanned<Step>>,
     },
+    /// Checks counters of the context (see `cases/README.md` for the names).
+    ExpectCounters(BTreeMap<String, u64>),
+    /// Turns GPU timestamps around copies on or off.
+    Profiling(bool),
     /// Checks where the most recent allocation of a role landed.
     ExpectMemory {
         role: String,
@@ -175,6 +179,8 @@ impl Step {
             Step::ExpectFlags { .. } => "expect_flags",
             Step::ExpectError { .. } => "expect_error",
             Step::ExpectMemory { .. } => "expect_memory",
+            Step::ExpectCounters(_) => "expect_counters",
+            Step::Profiling(_) => "profiling",
         }
     }
 }

@@ -376,7 +376,31 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             to_device,
         } => {
             let (src, dst) = bufs.pair(*from, *to)?;
-            ctx.buffer_copy(src, dst, *to_device).map(|_| ()).map_err(err)
+            ctx.buffer_copy(src, dst, *to_device)
+                .map(|_| ())
+                .map_err(err)
+        }
+        OpKind::ExpectCounters(want) => {
+            let have = ctx.counters();
+            let wrong: Vec<String> = want
+                .iter()
+                .filter_map(|(name, v)| {
+                    let got = have.iter().find(|(n, _)| n == name).map_or(0, |(_, g)| *g);
+                    (got != *v).then(|| format!("{name} is {got}, expected {v}"))
+                })
+                .collect();
+            if wrong.is_empty() {
+                Ok(())
+            } else {
+                Err(StepError::Check(format!(
+                    "expect_counters: {}",
+                    wrong.join(", ")
+                )))
+            }
+        }
+        OpKind::Profiling(on) => {
+            ctx.set_profiling(*on);
+            Ok(())
         }
         OpKind::ExpectError { error, op: inner } => match step(ctx, bufs, inner) {
             Ok(()) => Err(StepError::Check(format!(

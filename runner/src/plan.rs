@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Location, Spanned};
 use vkcopy::buffer::{dense_dims, Dim, MAX_DIMS};
+use vkcopy::context::COUNTER_NAMES;
 use vkcopy::memory::policy::MemoryRequest;
 use vkcopy::memory::table::{parse_property_flag, DeviceType};
 use vkcopy::{ElemType, MemoryTable, Policy, Role};
@@ -150,6 +151,8 @@ pub enum OpKind {
         error: String,
         op: Box<Op>,
     },
+    ExpectCounters(Vec<(String, u64)>),
+    Profiling(bool),
     ExpectMemory {
         role: Role,
         memory_type: Option<u32>,
@@ -551,7 +554,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
     };
     let new_slot = |syms: &Symbols, to: &str| -> Result<(), CaseError> {
         if syms.find(to).is_some() {
-            return Err(cx.err(at, format!("{name}: field to: '{to}' already names a buffer")));
+            return Err(cx.err(
+                at,
+                format!("{name}: field to: '{to}' already names a buffer"),
+            ));
         }
         Ok(())
     };
@@ -576,7 +582,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
         if v.len() != n {
             return Err(cx.err(
                 at,
-                format!("{name}: field {field}: {} values for {n} dimensions", v.len()),
+                format!(
+                    "{name}: field {field}: {} values for {n} dimensions",
+                    v.len()
+                ),
             ));
         }
         Ok(())
@@ -717,7 +726,9 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             if !syms.slots[i].view {
                 return Err(cx.err(
                     at,
-                    format!("release_crop: {b} is a buffer, not a crop, slice or view; use release"),
+                    format!(
+                        "release_crop: {b} is a buffer, not a crop, slice or view; use release"
+                    ),
                 ));
             }
             syms.slots[i].name = format!("{b} (released)");
@@ -764,6 +775,18 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                 op: Box::new(op(cx, syms, step)?),
             }
         }
+        Step::ExpectCounters(map) => {
+            if let Some(bad) = map.keys().find(|k| !COUNTER_NAMES.contains(&k.as_str())) {
+                return Err(cx.err(
+                    at,
+                    format!(
+                        "expect_counters: unknown counter '{bad}'; counters are {COUNTER_NAMES:?}"
+                    ),
+                ));
+            }
+            OpKind::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        }
+        Step::Profiling(on) => OpKind::Profiling(*on),
         Step::ExpectMemory {
             role,
             memory_type,

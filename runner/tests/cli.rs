@@ -15,9 +15,18 @@ fn repo() -> &'static Path {
 fn select_answers_for_the_lab_h200() {
     let table = repo().join("cases/devices/nvidia-h200.yaml");
     for (policy, want) in [
-        ("halide-legacy", "type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)"),
-        ("halide", "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)"),
-        ("vkcopy", "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)"),
+        (
+            "halide-legacy",
+            "type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)",
+        ),
+        (
+            "halide",
+            "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)",
+        ),
+        (
+            "vkcopy",
+            "type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)",
+        ),
     ] {
         let out = suite()
             .args(["select", "--table"])
@@ -26,7 +35,11 @@ fn select_answers_for_the_lab_h200() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{policy}: {out:?}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "{policy}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "{policy}"
+        );
     }
 }
 
@@ -60,7 +73,13 @@ fn select_rejects_bad_input_with_exit_code_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("sideways"));
 
     let out = suite()
-        .args(["select", "--table", "no/such/table.yaml", "--request", "readback"])
+        .args([
+            "select",
+            "--table",
+            "no/such/table.yaml",
+            "--request",
+            "readback",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -97,14 +116,24 @@ fn a_malformed_case_fails_alone_with_one_located_line() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let located: Vec<&str> = stdout.lines().filter(|l| l.contains("bad.yaml:5:")).collect();
+    let located: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("bad.yaml:5:"))
+        .collect();
     assert_eq!(located.len(), 1, "{stdout}");
     assert!(located[0].contains("unknown field `vkcopi`"), "{stdout}");
     assert!(stdout.contains("pass  good"), "{stdout}");
-    assert!(stdout.lines().any(|l| l == "1 passed, 1 failed, 0 skipped"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l == "1 passed, 1 failed, 0 skipped"),
+        "{stdout}"
+    );
     // The report names both cases.
     let reports: Vec<_> = std::fs::read_dir(root.join("out")).unwrap().collect();
     assert_eq!(reports.len(), 1);
-    let json = std::fs::read_to_string(reports[0].as_ref().unwrap().path().join("results.json")).unwrap();
-    assert!(json.contains("\"name\": \"bad\"") && json.contains("\"name\": \"good\""), "{json}");
+    let json =
+        std::fs::read_to_string(reports[0].as_ref().unwrap().path().join("results.json")).unwrap();
+    assert!(
+        json.contains("\"name\": \"bad\"") && json.contains("\"name\": \"good\""),
+        "{json}"
+    );
 }

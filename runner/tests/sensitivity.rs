@@ -11,7 +11,9 @@ fn options() -> Option<ContextOptions> {
     let options = ContextOptions::from_env().unwrap();
     match Context::new(options.clone()) {
         Ok(_) => Some(options),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice)) if std::env::var_os("CI").is_none() => {
+        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
+            if std::env::var_os("CI").is_none() =>
+        {
             eprintln!("skipping: {e}");
             None
         }
@@ -30,7 +32,11 @@ fn run(case: &str, options: &ContextOptions) -> (Status, String) {
 fn assert_catches(case: &str, bug: Emulate) {
     let Some(options) = options() else { return };
     let (status, message) = run(case, &options);
-    assert_eq!(status, Status::Pass, "{case} must pass without the bug: {message}");
+    assert_eq!(
+        status,
+        Status::Pass,
+        "{case} must pass without the bug: {message}"
+    );
     let buggy = ContextOptions {
         emulate: bug,
         ..options
@@ -57,7 +63,10 @@ fn staging_layout_bug_is_caught() {
         ..Default::default()
     };
     assert_catches("regressions::staging_layout_mismatch", bug);
-    assert_catches("halide::device_buffer_copy::row04b_host_to_device_subset_nonzero", bug);
+    assert_catches(
+        "halide::device_buffer_copy::row04b_host_to_device_subset_nonzero",
+        bug,
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ use crate::device::DeviceView;
 use crate::error::{Error, Result};
 use crate::memory::allocator::Allocation;
 use crate::memory::policy::Role;
+use crate::profile::Direction;
 pub use plan::CopyPlan;
 
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
@@ -70,6 +71,19 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
 }
 
 impl Context {
+    /// Submits recorded work; with profiling on, returns its GPU time in ns.
+    fn submit(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<Option<u64>> {
+        let timed = self.shared.profile.enabled();
+        self.shared
+            .submitter
+            .run_timed(&self.shared.device, timed, record)
+    }
+
+    fn record(&self, d: Direction, bytes: u64, start: std::time::Instant, gpu_ns: Option<u64>) {
+        let host_ns = start.elapsed().as_nanos() as u64;
+        self.shared.profile.record(d, bytes, host_ns, gpu_ns);
+    }
+
     /// Plans a copy; Halide's planning when its bug is emulated.
     pub(crate) fn plan(&self, src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<CopyPlan> {
         if self.shared.emulate.min_extent_copy {
@@ -177,6 +191,7 @@ impl Context {
         if plan.chunks() == 0 {
             return Ok(());
         }
+        let start = std::time::Instant::now();
         let dst_off = dst.0.byte_offset(elem_bytes);
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (pack, unpack, size) = self.staging(&plan);
@@ -188,14 +203,16 @@ impl Context {
             pack.copy_host(&mem[src.0.offset..], out);
         }
         self.flush(&staging.alloc, 0, size)?;
-        self.shared.submitter.run(&self.shared.device, |cmd| {
+        let gpu = self.submit(|cmd| {
             self.record_copy(
                 cmd,
                 &unpack,
                 (staging.alloc.buffer, 0),
                 (dst.0.region.alloc.buffer, dst_off),
             );
-        })
+        })?;
+        self.record(Direction::ToDevice, plan.bytes(), start, gpu);
+        Ok(())
     }
 
     /// Copies the intersection of a device view and a host view, device to host,
@@ -210,13 +227,14 @@ impl Context {
         if plan.chunks() == 0 {
             return Ok(());
         }
+        let start = std::time::Instant::now();
         let src_off = src.0.byte_offset(elem_bytes);
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Readback, size)?;
-        self.shared.submitter.run(&self.shared.device, |cmd| {
+        let gpu = self.submit(|cmd| {
             self.record_copy(
                 cmd,
                 &pack,
@@ -228,6 +246,7 @@ impl Context {
         // The fence was waited for and the submission ends with a barrier to HOST_READ.
         let staged = staging.host_slice_mut()?;
         unpack.copy_host(staged, &mut mem[dst.0.offset..]);
+        self.record(Direction::ToHost, plan.bytes(), start, gpu);
         Ok(())
     }
 
@@ -244,19 +263,22 @@ impl Context {
         if plan.chunks() == 0 {
             return Ok(());
         }
+        let start = std::time::Instant::now();
         let src_off = src.0.byte_offset(elem_bytes);
         let dst_off = dst.0.byte_offset(elem_bytes);
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.alloc.buffer, dst.0.region.alloc.buffer);
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            return self.shared.submitter.run(&self.shared.device, |cmd| {
+            let gpu = self.submit(|cmd| {
                 self.record_copy(cmd, &plan, (sb, src_off), (db, dst_off));
-            });
+            })?;
+            self.record(Direction::DeviceToDevice, plan.bytes(), start, gpu);
+            return Ok(());
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.alloc.buffer;
-        self.shared.submitter.run(&self.shared.device, |cmd| {
+        let gpu = self.submit(|cmd| {
             self.record_copy(cmd, &plan.to_dense_dst(), (sb, src_off), (tb, 0));
             let barrier = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
@@ -274,7 +296,9 @@ impl Context {
                 );
             }
             self.record_copy(cmd, &plan.from_dense_src(), (tb, 0), (db, dst_off));
-        })
+        })?;
+        self.record(Direction::DeviceToDevice, plan.bytes(), start, gpu);
+        Ok(())
     }
 
     /// Copies the intersection of two host views; views of one host memory are
@@ -289,14 +313,17 @@ impl Context {
         if plan.chunks() == 0 {
             return Ok(());
         }
+        let start = std::time::Instant::now();
         if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
             let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
             check_host("destination", dst.0, mem.len(), plan.dst_end())?;
             let mut temp = vec![0u8; plan.bytes() as usize];
-            plan.to_dense_dst().copy_host(&mem[src.0.offset..], &mut temp);
+            plan.to_dense_dst()
+                .copy_host(&mem[src.0.offset..], &mut temp);
             plan.from_dense_src()
                 .copy_host(&temp, &mut mem[dst.0.offset..]);
+            self.record(Direction::HostToHost, plan.bytes(), start, None);
             return Ok(());
         }
         let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
@@ -304,6 +331,7 @@ impl Context {
         check_host("source", src.0, s.len(), plan.src_end())?;
         check_host("destination", dst.0, d.len(), plan.dst_end())?;
         plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
+        self.record(Direction::HostToHost, plan.bytes(), start, None);
         Ok(())
     }
 

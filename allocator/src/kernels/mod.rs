@@ -94,6 +94,37 @@ fn contains(outer: &[Dim], inner: &[Dim]) -> bool {
         .all(|(o, i)| o.min <= i.min && i.min + i.extent <= o.min + o.extent)
 }
 
+/// The bound range of a view of bytes `start..end` of a `VkBuffer` of `vk_size`
+/// bytes: `(offset, range, base)`, `base` being the view's element index in the
+/// range. The whole buffer (`VK_WHOLE_SIZE` from 0) when it fits `max_range`;
+/// otherwise from the highest offset at or below `start` that is a multiple of
+/// both `min_align` and 8 (so element and 32-bit word indices stay whole), to the
+/// view's end rounded up to 4 bytes. `Err(range)` when even that is too long.
+fn binding_range(
+    start: u64,
+    end: u64,
+    elem_bytes: u64,
+    vk_size: u64,
+    max_range: u64,
+    min_align: u64,
+) -> std::result::Result<(u64, u64, u64), u64> {
+    if vk_size <= max_range {
+        return Ok((0, vk::WHOLE_SIZE, start / elem_bytes));
+    }
+    let a = min_align.max(1);
+    let (mut x, mut y) = (a, 8u64);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    let align = a / x * 8;
+    let offset = start / align * align;
+    let range = end.next_multiple_of(4).min(vk_size) - offset;
+    if range > max_range {
+        return Err(range);
+    }
+    Ok((offset, range, (start - offset) / elem_bytes))
+}
+
 fn elements(buf: &Buffer) -> Result<u64> {
     let n = buf.len();
     if n > u64::from(u32::MAX) {
@@ -182,36 +213,26 @@ impl Context {
         // The VkBuffer is the region's size rounded up to 4 bytes (the allocator's rule).
         let vk_size = region.max(4).next_multiple_of(4);
         let info = &self.shared.info;
-        let max = u64::from(info.max_storage_buffer_range);
-        if vk_size <= max {
-            return Ok(Bound {
-                buffer: view.region.alloc.buffer,
-                offset: 0,
-                range: vk::WHOLE_SIZE,
-                base: view.offset,
-            });
-        }
-        // Too large to bind whole: bind from an aligned offset at or below the view,
-        // a multiple of 8 so that element and word indices stay whole.
-        let align = info.min_storage_buffer_offset_alignment.max(8);
-        let align = if align.is_power_of_two() {
-            align
-        } else {
-            align * 8
-        };
-        let offset = start / align * align;
-        let range = end.next_multiple_of(4).min(vk_size) - offset;
-        if range > max {
-            return Err(Error::BadDimensions(format!(
-                "{}: a kernel would bind {range} bytes; maxStorageBufferRange is {max}",
-                buf.name()
-            )));
-        }
+        let (offset, range, base) = binding_range(
+            start,
+            end,
+            eb,
+            vk_size,
+            u64::from(info.max_storage_buffer_range),
+            info.min_storage_buffer_offset_alignment,
+        )
+        .map_err(|range| {
+            Error::BadDimensions(format!(
+                "{}: a kernel would bind {range} bytes; maxStorageBufferRange is {}",
+                buf.name(),
+                info.max_storage_buffer_range
+            ))
+        })?;
         Ok(Bound {
             buffer: view.region.alloc.buffer,
             offset,
             range,
-            base: (start - offset) / eb,
+            base,
         })
     }
 
@@ -481,8 +502,8 @@ impl Context {
             .max_sets(count.max(1))
             .pool_sizes(&sizes);
         // SAFETY: valid create info referring to a local; destroyed by `Pool::drop`.
-        let pool = unsafe { device.create_descriptor_pool(&info, None) }
-            .vk("vkCreateDescriptorPool")?;
+        let pool =
+            unsafe { device.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
         stats.descriptor_pool_created();
         let mut pool = Pool {
             device,
@@ -495,8 +516,8 @@ impl Context {
             .descriptor_pool(pool.pool)
             .set_layouts(&layouts);
         // SAFETY: the pool has room for `count` sets of these layouts.
-        let sets = unsafe { device.allocate_descriptor_sets(&alloc) }
-            .vk("vkAllocateDescriptorSets")?;
+        let sets =
+            unsafe { device.allocate_descriptor_sets(&alloc) }.vk("vkAllocateDescriptorSets")?;
         for _ in &sets {
             stats.descriptor_set_created();
         }
@@ -548,7 +569,7 @@ impl Context {
                 // SAFETY: the command buffer is recording; pipeline, layout and set
                 // are alive until after the fence wait (cache lock and `pool` held).
                 unsafe {
-                    if i > 1000 {
+                    if i > 0 {
                         device.cmd_pipeline_barrier(
                             cmd,
                             vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -619,4 +640,40 @@ pub fn test_view(parent: &Buffer, name: &str, dims: Vec<Dim>, offset: u64) -> Re
     view.host_dirty = parent.host_dirty;
     view.device_dirty = parent.device_dirty;
     Ok(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_ranges() {
+        // Fits: the whole buffer, the view's offset in elements.
+        assert_eq!(
+            binding_range(132, 532, 4, 1024, 4096, 16),
+            Ok((0, vk::WHOLE_SIZE, 33))
+        );
+        // Too large: from the aligned offset below the view.
+        assert_eq!(
+            binding_range(132, 532, 4, 8192, 4096, 16),
+            Ok((128, 404, 1))
+        );
+        assert_eq!(
+            binding_range(133, 135, 1, 8192, 4096, 256),
+            Ok((0, 136, 133))
+        );
+        assert_eq!(
+            binding_range(4100, 4102, 2, 8192, 4096, 4),
+            Ok((4096, 8, 2))
+        );
+        // An odd alignment still gives offsets that are multiples of 8.
+        assert_eq!(binding_range(104, 112, 8, 8192, 4096, 12), Ok((96, 16, 1)));
+        // The view alone is longer than a binding may be.
+        assert_eq!(binding_range(0, 5000, 4, 8192, 4096, 16), Err(5000));
+        // The range never passes the end of the buffer.
+        assert_eq!(
+            binding_range(8190, 8191, 1, 8192, 4096, 16),
+            Ok((8176, 16, 14))
+        );
+    }
 }

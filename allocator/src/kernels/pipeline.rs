@@ -170,8 +170,8 @@ impl CacheInner {
         let info = vk::ShaderModuleCreateInfo::default().code(&words);
         // SAFETY: `words` is SPIR-V produced and validated by naga; destroyed in
         // `destroy` (or below on failure).
-        let module = unsafe { device.create_shader_module(&info, None) }
-            .vk("vkCreateShaderModule")?;
+        let module =
+            unsafe { device.create_shader_module(&info, None) }.vk("vkCreateShaderModule")?;
         stats.shader_module_created();
         let stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)

@@ -359,7 +359,10 @@ mod tests {
         assert_eq!(literal(ElemType::F32, 3), "3.0f");
         assert_eq!(literal(ElemType::F32, -3), "(-3.0f)");
         assert_eq!(literal(ElemType::F64, -3), "(-3.0lf)");
-        assert_eq!(literal(ElemType::I64, i64::MIN), "(-9223372036854775807li - 1li)");
+        assert_eq!(
+            literal(ElemType::I64, i64::MIN),
+            "(-9223372036854775807li - 1li)"
+        );
         assert_eq!(literal(ElemType::U64, -1), "18446744073709551615lu");
         assert_eq!(literal(ElemType::U8, -1), "4294967295u");
         assert!(literal(ElemType::F32, 1 << 62).ends_with('f'));

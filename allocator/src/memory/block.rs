@@ -490,6 +490,21 @@ mod tests {
     }
 
     #[test]
+    fn shared_blocks_never_exceed_the_maximum() {
+        // A maximum that is not a multiple of the nearest multiple: 999 B rounds to 1024 B.
+        let config = AllocConfig::builder()
+            .with_minimum_block_size(0)
+            .with_maximum_block_size(1000)
+            .build()
+            .unwrap();
+        let mut pool = Pool::new(config, 0);
+        assert_eq!(need(pool.place(990, 1, false)), (992, false));
+        assert_eq!(need(pool.place(999, 1, false)), (999, true));
+        let (_, r) = pool.add_block(1, 999, true, 999, 1).unwrap();
+        assert_eq!(r.size, 999);
+    }
+
+    #[test]
     fn dedicated_when_the_driver_prefers_it() {
         let mut pool = Pool::new(AllocConfig::default(), 16 * GIB);
         let (_, r) = pool.add_block(1, 32 * MIB, false, 64, 1).unwrap();

@@ -269,7 +269,7 @@ impl<T> RegionAllocator<T> {
 
         let exact = order.iter().copied().find(|&s| {
             let r = self.region(s);
-            r.is_free() && r.payload.is_some() && r.offset % align == 0 && r.size == want
+            r.is_free() && r.payload.is_some() && r.offset.is_multiple_of(align) && r.size == want
         });
         if let Some(s) = exact {
             let at = self.region(s).offset;

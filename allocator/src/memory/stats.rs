@@ -113,7 +113,11 @@ impl Stats {
     );
     pair!(fence_created, fence_destroyed, fences);
     pair!(region_created, region_destroyed, regions);
-    pair!(shader_module_created, shader_module_destroyed, shader_modules);
+    pair!(
+        shader_module_created,
+        shader_module_destroyed,
+        shader_modules
+    );
     pair!(pipeline_created, pipeline_destroyed, pipelines);
     pair!(
         pipeline_layout_created,

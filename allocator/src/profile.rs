@@ -1,0 +1,103 @@
+//! Copy profiling: per direction, the number of copies, bytes, host time and
+//! GPU time from timestamp queries. Halide's `device_buffer_copies_with_profile`
+//! runs with profiling off and on; counts are kept either way, GPU timestamps
+//! only when profiling is on.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Which way a copy moved data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host memory to device memory, through upload staging.
+    ToDevice,
+    /// Device memory to host memory, through readback staging.
+    ToHost,
+    DeviceToDevice,
+    HostToHost,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 4] = [
+        Direction::ToDevice,
+        Direction::ToHost,
+        Direction::DeviceToDevice,
+        Direction::HostToHost,
+    ];
+
+    /// The name used in counters and reports: `to_device`, `to_host`,
+    /// `device_to_device`, `host_to_host`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::ToDevice => "to_device",
+            Direction::ToHost => "to_host",
+            Direction::DeviceToDevice => "device_to_device",
+            Direction::HostToHost => "host_to_host",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Totals of one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DirectionStats {
+    pub copies: u64,
+    pub bytes: u64,
+    /// Wall time of the whole copy on the host, staging included, in seconds.
+    pub host_seconds: f64,
+    /// Time between the timestamps around the copy commands, in seconds; 0 when
+    /// profiling was off or the queue has no timestamps.
+    pub gpu_seconds: f64,
+}
+
+impl DirectionStats {
+    /// GB/s (1e9 bytes per second) over host time.
+    pub fn host_gbps(&self) -> f64 {
+        if self.host_seconds > 0.0 {
+            self.bytes as f64 / self.host_seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Profile {
+    enabled: AtomicBool,
+    copies: [AtomicU64; 4],
+    bytes: [AtomicU64; 4],
+    host_ns: [AtomicU64; 4],
+    gpu_ns: [AtomicU64; 4],
+}
+
+impl Profile {
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record(&self, d: Direction, bytes: u64, host_ns: u64, gpu_ns: Option<u64>) {
+        let i = d.index();
+        self.copies[i].fetch_add(1, Ordering::Relaxed);
+        self.bytes[i].fetch_add(bytes, Ordering::Relaxed);
+        self.host_ns[i].fetch_add(host_ns, Ordering::Relaxed);
+        if let Some(g) = gpu_ns {
+            self.gpu_ns[i].fetch_add(g, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn get(&self, d: Direction) -> DirectionStats {
+        let i = d.index();
+        DirectionStats {
+            copies: self.copies[i].load(Ordering::Relaxed),
+            bytes: self.bytes[i].load(Ordering::Relaxed),
+            host_seconds: self.host_ns[i].load(Ordering::Relaxed) as f64 * 1e-9,
+            gpu_seconds: self.gpu_ns[i].load(Ordering::Relaxed) as f64 * 1e-9,
+        }
+    }
+}
