@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
-use crate::memory::allocator::Allocator;
+use crate::memory::allocator::{Allocator, DeviceLimits};
+use crate::memory::config::AllocConfig;
 use crate::memory::policy::Policy;
 use crate::memory::stats::Stats;
 use crate::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
@@ -84,6 +85,8 @@ pub struct ContextOptions {
     pub policy: Policy,
     /// Present this recorded memory table to the allocator instead of the device's.
     pub simulate_memory: Option<MemoryTable>,
+    /// Block sizes and pool limits; None reads `VKCOPY_ALLOC_CONFIG` (or the defaults).
+    pub alloc_config: Option<AllocConfig>,
     /// Reintroduces known Halide runtime bugs, so that tests can prove the suite
     /// catches each of them. All off by default.
     pub emulate: Emulate,
@@ -599,11 +602,39 @@ impl Context {
         stats.command_pool_created();
         stats.command_buffer_created();
         stats.fence_created();
-        let allocator = Allocator::new(
-            options.policy,
-            &device_memory,
-            options.simulate_memory.clone(),
-        );
+        let config = match options.alloc_config {
+            Some(c) => Ok(c),
+            None => AllocConfig::from_env().map_err(|e| Error::BadSetting {
+                name: "VKCOPY_ALLOC_CONFIG",
+                value: std::env::var("VKCOPY_ALLOC_CONFIG").unwrap_or_default(),
+                reason: e.to_string(),
+            }),
+        };
+        let allocator = config.and_then(|config| {
+            Allocator::new(
+                &device,
+                &stats,
+                options.policy,
+                &device_memory,
+                options.simulate_memory.clone(),
+                config,
+                DeviceLimits {
+                    min_storage_alignment: props.limits.min_storage_buffer_offset_alignment,
+                    non_coherent_atom: props.limits.non_coherent_atom_size,
+                },
+            )
+        });
+        let allocator = match allocator {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the device is idle; only the submitter was created from it.
+                unsafe {
+                    submitter.destroy(&device);
+                    device.destroy_device(None);
+                }
+                return Err(e);
+            }
+        };
         let (instance, debug) = partial.take();
         Ok(Context {
             shared: Arc::new(Shared {
@@ -640,6 +671,39 @@ impl Context {
         self.shared.allocator.table()
     }
 
+    /// Coalesces free regions, destroys their cached buffers and frees empty blocks
+    /// (Halide's `halide_vulkan_release_unused_device_allocations`). Returns the number
+    /// of blocks freed.
+    pub fn release_unused(&self) -> usize {
+        let s = &self.shared;
+        s.allocator.release_unused(&s.device, &s.stats)
+    }
+
+    /// Halide's `device_release`: frees every unused block and the kernel pipelines.
+    /// Memory still held by buffers stays valid (they hold it through `Arc`s).
+    pub fn device_release(&self) -> usize {
+        self.release_kernels();
+        self.release_unused()
+    }
+
+    /// Simulation only: takes all of simulated heap `heap` but `leave` bytes, so
+    /// that "heap full" can be reproduced. Returns the bytes taken.
+    pub fn fill_heap(&self, heap: u32, leave: u64) -> Result<u64> {
+        self.shared.allocator.fill_heap(heap, leave)
+    }
+
+    /// The allocator's configuration.
+    pub fn alloc_config(&self) -> AllocConfig {
+        *self.shared.allocator.config()
+    }
+
+    /// Everything alive that is not in use: runs [`Context::release_unused`], then
+    /// reports what is still alive. Empty when every buffer was dropped.
+    pub fn leak_check(&self) -> crate::memory::stats::LeakReport {
+        self.release_unused();
+        self.shared.stats.leaks()
+    }
+
     /// Turns GPU timestamps around copies on or off (counts are always kept).
     pub fn set_profiling(&self, on: bool) {
         self.shared.profile.set_enabled(on);
@@ -673,6 +737,8 @@ impl Context {
             ("live_device_memories", s.device_memories.live()),
             ("live_device_memory_bytes", s.device_memory_bytes()),
             ("live_mappings", s.mappings.live()),
+            ("blocks", self.shared.allocator.pool_usage().0 as u64),
+            ("block_bytes", self.shared.allocator.pool_usage().1),
         ]);
         out
     }
@@ -758,6 +824,8 @@ pub const COUNTER_NAMES: &[&str] = &[
     "live_device_memories",
     "live_device_memory_bytes",
     "live_mappings",
+    "blocks",
+    "block_bytes",
 ];
 
 /// Instance and messenger during construction: destroyed on early return.

@@ -20,6 +20,9 @@ use crate::memory::policy::Role;
 pub struct Region {
     pub(crate) shared: Arc<Shared>,
     pub(crate) alloc: Allocation,
+    /// Set once the memory went back to the allocator: on drop, or early when
+    /// Halide's use-count bug is emulated.
+    released: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -39,20 +42,14 @@ impl Region {
         self.alloc.memory_type
     }
 
-    /// The host mapping of a staging region, whole.
-    ///
-    /// Callers hold the only handle to the region (a staging buffer made for one
-    /// copy), so nothing else reads or writes it meanwhile.
-    pub(crate) fn host_slice_mut(&self) -> Result<&mut [u8]> {
-        let mapped = self.alloc.mapped.ok_or_else(|| {
+    /// The host address of the region's first byte; `size()` bytes are mapped.
+    pub(crate) fn host_ptr(&self) -> Result<std::ptr::NonNull<u8>> {
+        self.alloc.mapped.ok_or_else(|| {
             Error::DeviceMallocFailed(format!(
-                "{} staging memory is not host-visible",
-                self.alloc.role
+                "{} memory (type {}) is not host-visible",
+                self.alloc.role, self.alloc.memory_type
             ))
-        })?;
-        // SAFETY: the mapping covers at least `size` bytes for the allocation's
-        // lifetime; the caller owns the region exclusively (see above).
-        Ok(unsafe { std::slice::from_raw_parts_mut(mapped.as_ptr(), self.alloc.size as usize) })
+        })
     }
 
     /// What the region was allocated for.
@@ -66,11 +63,23 @@ impl Region {
     }
 }
 
+impl Region {
+    /// Gives the memory back to the allocator, once.
+    fn give_back(&self) {
+        if !self
+            .released
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            let s = &self.shared;
+            s.allocator.free(&s.device, &s.stats, &self.alloc);
+            s.stats.region_destroyed();
+        }
+    }
+}
+
 impl Drop for Region {
     fn drop(&mut self) {
-        let s = &self.shared;
-        s.allocator.free(&s.device, &s.stats, &self.alloc);
-        s.stats.region_destroyed();
+        self.give_back();
     }
 }
 
@@ -93,16 +102,12 @@ impl DeviceView {
 impl Context {
     pub(crate) fn allocate_region(&self, role: Role, size: u64) -> Result<Arc<Region>> {
         let s = &self.shared;
-        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
-            | vk::BufferUsageFlags::TRANSFER_SRC
-            | vk::BufferUsageFlags::TRANSFER_DST;
-        let alloc = s
-            .allocator
-            .allocate(&s.device, &s.stats, role, size, usage)?;
+        let alloc = s.allocator.allocate(&s.device, &s.stats, role, size)?;
         s.stats.region_created();
         Ok(Arc::new(Region {
             shared: self.shared.clone(),
             alloc,
+            released: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -140,6 +145,13 @@ impl Context {
     /// Drops `buf`'s device allocation (the region is freed when no view uses it)
     /// and clears `device_dirty`: device data that was never copied back is lost.
     pub fn device_free(&self, buf: &mut Buffer) -> Result<()> {
+        if let Some(view) = &buf.device {
+            // Halide before #9237: the owner's release frees the region even though a
+            // crop still uses it.
+            if self.shared.emulate.use_count_zero && view.offset == 0 {
+                view.region.give_back();
+            }
+        }
         buf.device = None;
         buf.device_dirty = false;
         Ok(())

@@ -37,7 +37,7 @@ fn context() -> Option<Context> {
 fn finish(ctx: &Context) {
     let messages = ctx.take_validation_messages();
     assert!(messages.is_empty(), "validation messages: {messages:#?}");
-    let leaks = ctx.stats().leaks();
+    let leaks = ctx.leak_check();
     assert!(leaks.is_empty(), "{leaks}");
 }
 

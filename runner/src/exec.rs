@@ -97,7 +97,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             if let Err(m) = result {
                 problems.push(m);
             }
-            let leaks = ctx.stats().leaks();
+            let leaks = ctx.leak_check();
             if !leaks.is_empty() {
                 problems.push(format!("leak check: {leaks}"));
             }
@@ -366,7 +366,8 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             Ok(())
         }
         OpKind::Release(b) => {
-            bufs.get(*b)?;
+            // Through device_free, as Halide's Buffer destructor does.
+            ctx.device_free(bufs.get_mut(*b)?).map_err(err)?;
             bufs.bufs[*b] = None;
             Ok(())
         }

@@ -39,8 +39,8 @@ fn no_valid_data(src: &Buffer) -> Error {
     ))
 }
 
-/// Byte range of a mapped allocation, aligned to `nonCoherentAtomSize` and clamped
-/// to the allocation (VUID-VkMappedMemoryRange-size-01390).
+/// Byte range of a mapping (`offset` from the start of the memory), aligned to
+/// `nonCoherentAtomSize` and clamped to the memory (VUID-VkMappedMemoryRange-size-01390).
 fn atom_range(a: &Allocation, atom: u64, offset: u64, size: u64) -> (u64, u64) {
     let atom = atom.max(1);
     let start = offset / atom * atom;
@@ -93,41 +93,60 @@ impl Context {
         }
     }
 
-    /// Makes host writes to a non-coherent mapping visible to the device.
+    /// Makes host writes to bytes `offset..offset + size` of a non-coherent region
+    /// visible to the device (`vkFlushMappedMemoryRanges`, atom-aligned).
     pub(crate) fn flush(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
-        if a.coherent() || a.mapped.is_none() || self.shared.emulate.no_flush_invalidate {
-            return Ok(());
-        }
-        let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
-        let range = vk::MappedMemoryRange::default()
-            .memory(a.memory)
-            .offset(offset)
-            .size(size);
-        // SAFETY: the memory is mapped for its whole size; the range is atom-aligned.
-        unsafe { self.shared.device.flush_mapped_memory_ranges(&[range]) }.map_err(|result| {
-            Error::Vulkan {
-                call: "vkFlushMappedMemoryRanges",
-                result,
-            }
-        })
+        self.sync_mapping(a, offset, size, true)
     }
 
-    /// Makes device writes to a non-coherent mapping visible to the host.
+    /// Makes device writes to bytes `offset..offset + size` of a non-coherent region
+    /// visible to the host (`vkInvalidateMappedMemoryRanges`, atom-aligned).
     pub(crate) fn invalidate(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
+        self.sync_mapping(a, offset, size, false)
+    }
+
+    fn sync_mapping(&self, a: &Allocation, offset: u64, size: u64, flush: bool) -> Result<()> {
         if a.coherent() || a.mapped.is_none() || self.shared.emulate.no_flush_invalidate {
             return Ok(());
         }
-        let (offset, size) = atom_range(a, self.shared.info.non_coherent_atom_size, offset, size);
+        let atom = self.shared.allocator.non_coherent_atom();
+        let (start, len) = atom_range(a, atom, a.offset + offset, size);
+        if let Some(sh) = a.shadow {
+            // The simulated CPU cache: copy between it and the real memory. Both
+            // pointers address the region's first byte; `start` is block-relative.
+            let from_region = start as isize - a.offset as isize;
+            // SAFETY: the range lies inside the block (clamped by atom_range) and both
+            // buffers span the block; no one else writes the range meanwhile.
+            unsafe {
+                let real = sh.real.as_ptr().offset(from_region);
+                let cache = sh.cache.as_ptr().offset(from_region);
+                if flush {
+                    std::ptr::copy_nonoverlapping(cache, real, len as usize);
+                } else {
+                    std::ptr::copy_nonoverlapping(real, cache, len as usize);
+                }
+            }
+        }
         let range = vk::MappedMemoryRange::default()
             .memory(a.memory)
-            .offset(offset)
-            .size(size);
-        // SAFETY: as in `flush`.
-        unsafe { self.shared.device.invalidate_mapped_memory_ranges(&[range]) }.map_err(|result| {
-            Error::Vulkan {
-                call: "vkInvalidateMappedMemoryRanges",
-                result,
+            .offset(start)
+            .size(len);
+        // SAFETY: the memory is mapped for its whole size; the range is atom-aligned
+        // and inside the allocation.
+        let result = unsafe {
+            if flush {
+                self.shared.device.flush_mapped_memory_ranges(&[range])
+            } else {
+                self.shared.device.invalidate_mapped_memory_ranges(&[range])
             }
+        };
+        result.map_err(|result| Error::Vulkan {
+            call: if flush {
+                "vkFlushMappedMemoryRanges"
+            } else {
+                "vkInvalidateMappedMemoryRanges"
+            },
+            result,
         })
     }
 
@@ -199,7 +218,10 @@ impl Context {
         {
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
-            let out = staging.host_slice_mut()?;
+            let ptr = staging.host_ptr()?;
+            // SAFETY: `size` bytes are mapped; this staging region was made for this
+            // copy alone, so nothing else touches it.
+            let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
             pack.copy_host(&mem[src.0.offset..], out);
         }
         self.flush(&staging.alloc, 0, size)?;
@@ -244,7 +266,10 @@ impl Context {
         })?;
         self.invalidate(&staging.alloc, 0, size)?;
         // The fence was waited for and the submission ends with a barrier to HOST_READ.
-        let staged = staging.host_slice_mut()?;
+        let ptr = staging.host_ptr()?;
+        // SAFETY: `size` bytes are mapped; the GPU is done with them and nothing
+        // else uses this staging region.
+        let staged = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
         unpack.copy_host(staged, &mut mem[dst.0.offset..]);
         self.record(Direction::ToHost, plan.bytes(), start, gpu);
         Ok(())

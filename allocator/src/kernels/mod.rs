@@ -8,9 +8,9 @@
 //! - [`Context::kernel_add`]: `out = sum(inputs) + constant`, or `out += constant`;
 //! - [`Context::kernel_sum`]: `out = input` summed over one dimension.
 //!
-//! Each call generates WGSL with the shape baked in ([`wgsl`]), compiles it with
+//! Each call generates WGSL with the shape baked in (module `wgsl`), compiles it with
 //! naga to SPIR-V 1.3 on first use and keeps the pipeline in a per-context cache
-//! keyed by the source text ([`pipeline`]). Every buffer binds its whole region
+//! keyed by the source text (module `pipeline`). Every buffer binds its whole region
 //! (`VK_WHOLE_SIZE` from offset 0) and the shader adds the view's element
 //! offset, so crops at offsets that are not multiples of
 //! `minStorageBufferOffsetAlignment` work (Halide #8944). A region larger than
@@ -23,8 +23,16 @@
 //! element type (integers wrap, floats round).
 //!
 //! Inputs that overlap the output in memory at other coordinates give undefined
-//! results, as in Halide; an output with a zero stride (several coordinates at
-//! one element) ends with one of the values.
+//! results, as in Halide. An output with a zero stride (several coordinates at
+//! one element) ends with one of the values of a fill or sum; an in-place add
+//! to it is undefined.
+//!
+//! Kernel calls are synchronous (one submission, fence waited) and hold the
+//! context's kernel cache lock from pipeline lookup to the fence wait, so kernels
+//! of one context run one at a time. Per call, one descriptor pool (with one set
+//! per dispatch) is created and destroyed after the fence wait; pipelines, shader
+//! modules and the two layouts live in the cache until the context is dropped or
+//! [`Context::release_kernels`] is called, and [`Stats::leaks`] does not count them.
 
 mod pipeline;
 pub(crate) mod wgsl;

@@ -1,37 +1,82 @@
-//! Places device allocations: asks the policy for candidate memory types and
-//! tries them in order, moving on when `vkAllocateMemory` runs out of memory
-//! (the "heap full" path of the seed discussion).
+//! Places device allocations. For each request the policy ranks the memory
+//! types; the allocator takes a region of an existing block of the first type
+//! that has room, or allocates a new block, and moves to the next type when
+//! `vkAllocateMemory` runs out of memory or the heap is full (the seed's "heap
+//! full" path). Blocks are pooled per memory type (Halide's `BlockAllocator` and
+//! `RegionAllocator`, `src/runtime/internal/`); each region has its own
+//! `VkBuffer` bound at its offset, kept for reuse when the region is released.
 //!
-//! Each allocation is one `VkDeviceMemory` with one `VkBuffer` bound at offset 0.
+//! With a simulated table (a recorded table of another device), each simulated
+//! type is backed by a compatible real type; simulated heap sizes are enforced,
+//! and simulated non-coherent types model the CPU cache: the host sees a shadow
+//! copy that only an invalidate refreshes and whose writes reach the device only
+//! through a flush.
 
+use std::ptr::NonNull;
 use std::sync::Mutex;
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
+use crate::memory::block::{BlockId, BlockPool, Placement as PoolPlacement};
+use crate::memory::config::AllocConfig;
 use crate::memory::policy::{Policy, Role};
+use crate::memory::region::RegionId;
 use crate::memory::stats::{Placement, Stats};
 use crate::memory::table::{property_flags_name, MemoryTable};
 
-/// A buffer bound to device memory.
+/// Usage of every buffer the runtime creates: storage for kernels, both transfer ends.
+pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
+
+/// The host's view of a simulated non-coherent block: `cache` is what the CPU
+/// sees, `real` the mapping of the memory the device uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shadow {
+    pub(crate) real: NonNull<u8>,
+    pub(crate) cache: NonNull<u8>,
+}
+
+/// One `VkDeviceMemory` of a pool.
+#[derive(Debug)]
+struct BlockMemory {
+    memory: vk::DeviceMemory,
+    size: u64,
+    heap: u32,
+    /// What the host writes and reads: the mapping, or the shadow cache.
+    mapped: Option<NonNull<u8>>,
+    /// For simulated non-coherent types: the real mapping and the shadow, owned here.
+    shadow: Option<(NonNull<u8>, *mut [u8])>,
+}
+
+/// A region handed to the runtime: a `VkBuffer` bound at `offset` of a block.
 #[derive(Debug)]
 pub(crate) struct Allocation {
     pub(crate) buffer: vk::Buffer,
     pub(crate) memory: vk::DeviceMemory,
+    /// Bytes from the start of the `VkDeviceMemory`.
+    pub(crate) offset: u64,
     /// Bytes asked for.
     pub(crate) size: u64,
-    /// Bytes of the `VkDeviceMemory`.
+    /// Bytes of the `VkDeviceMemory` (for clamping flush ranges).
     pub(crate) memory_size: u64,
     /// Index in the table the allocator selects from.
     pub(crate) memory_type: u32,
     pub(crate) flags: vk::MemoryPropertyFlags,
-    /// Start of the persistent mapping, when host-visible.
-    pub(crate) mapped: Option<std::ptr::NonNull<u8>>,
+    /// Host address of the region's first byte, when host-visible.
+    pub(crate) mapped: Option<NonNull<u8>>,
+    /// Set for simulated non-coherent memory: addresses of the region's first byte.
+    pub(crate) shadow: Option<Shadow>,
     pub(crate) role: Role,
+    block: BlockId,
+    region: RegionId,
 }
 
-// SAFETY: the mapped pointer is only dereferenced by the runtime while it holds
-// the allocation exclusively (copies) or through the region's own locking.
+// SAFETY: the mapped pointers are only dereferenced by the runtime while it holds
+// the allocation exclusively (staging) or during copies it serialises.
 unsafe impl Send for Allocation {}
 // SAFETY: as above.
 unsafe impl Sync for Allocation {}
@@ -42,29 +87,52 @@ impl Allocation {
     }
 }
 
+struct State {
+    /// One pool per memory type of `table`.
+    pools: Vec<BlockPool<BlockMemory, vk::Buffer>>,
+    /// Bytes of `VkDeviceMemory` per heap of `table`.
+    heap_used: Vec<u64>,
+    /// Bytes of each heap taken by `fill_heap` (simulation only).
+    heap_filler: Vec<u64>,
+}
+
+// SAFETY: the raw pointers in BlockMemory refer to mappings and shadow buffers that
+// this state owns; they are used under the allocator's lock or by the one owner of
+// the region they address.
+unsafe impl Send for State {}
+
 pub(crate) struct Allocator {
     policy: Policy,
     /// The table selection runs on: the device's, or a simulated one.
     table: MemoryTable,
     /// For a simulated table: the real memory type behind each simulated one.
     backing: Option<Vec<u32>>,
-    lock: Mutex<()>,
+    config: AllocConfig,
+    /// Alignment of buffer memory, from a probe buffer (identical for every buffer of
+    /// the same usage: Vulkan spec, "Resource Memory Association").
+    alignment: u64,
+    /// memoryTypeBits of such a buffer, in the real device's types.
+    real_type_bits: u32,
+    /// Alignment for offsets of views bound as storage buffers.
+    min_storage_alignment: u64,
+    non_coherent_atom: u64,
+    state: Mutex<State>,
 }
 
 /// The real type that stands in for a simulated one: the first real type that has
 /// at least its host-visible/coherent/cached/device-local flags, else the first
-/// host-visible type for a host-visible simulated type, else type 0.
+/// host-visible coherent type for a host-visible simulated type, else type 0.
 fn backing_types(real: &MemoryTable, simulated: &MemoryTable) -> Vec<u32> {
     let relevant = vk::MemoryPropertyFlags::DEVICE_LOCAL
         | vk::MemoryPropertyFlags::HOST_VISIBLE
         | vk::MemoryPropertyFlags::HOST_COHERENT
         | vk::MemoryPropertyFlags::HOST_CACHED;
+    let hv = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
     simulated
         .types
         .iter()
         .map(|t| {
             let want = t.flags & relevant;
-            let hv = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
             real.types
                 .iter()
                 .position(|r| r.flags.contains(want))
@@ -79,182 +147,480 @@ fn backing_types(real: &MemoryTable, simulated: &MemoryTable) -> Vec<u32> {
         .collect()
 }
 
+fn align_up(v: u64, a: u64) -> u64 {
+    if a <= 1 {
+        v
+    } else {
+        v.div_ceil(a) * a
+    }
+}
+
+/// What the allocator needs to know of the device besides its memory table.
+pub(crate) struct DeviceLimits {
+    pub(crate) min_storage_alignment: u64,
+    pub(crate) non_coherent_atom: u64,
+}
+
 impl Allocator {
     pub(crate) fn new(
+        device: &ash::Device,
+        stats: &Stats,
         policy: Policy,
-        device: &MemoryTable,
+        real: &MemoryTable,
         simulated: Option<MemoryTable>,
-    ) -> Self {
-        match simulated {
-            Some(sim) => Allocator {
-                policy,
-                backing: Some(backing_types(device, &sim)),
-                table: sim,
-                lock: Mutex::new(()),
-            },
-            None => Allocator {
-                policy,
-                table: device.clone(),
-                backing: None,
-                lock: Mutex::new(()),
-            },
-        }
+        config: AllocConfig,
+        limits: DeviceLimits,
+    ) -> Result<Self> {
+        // A probe buffer gives the alignment and memory types of every buffer we make.
+        let info = vk::BufferCreateInfo::default()
+            .size(4)
+            .usage(BUFFER_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info; destroyed right after the query.
+        let probe = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        // SAFETY: the probe was created from this device.
+        let req = unsafe { device.get_buffer_memory_requirements(probe) };
+        // SAFETY: not bound, not used.
+        unsafe { device.destroy_buffer(probe, None) };
+        let _ = stats;
+        let (table, backing) = match simulated {
+            Some(sim) => {
+                let back = backing_types(real, &sim);
+                (sim, Some(back))
+            }
+            None => (real.clone(), None),
+        };
+        let pools = table
+            .types
+            .iter()
+            .map(|t| BlockPool::new(config, table.heaps[t.heap as usize].size))
+            .collect();
+        let heaps = table.heaps.len();
+        let non_coherent_atom = if backing.is_some() {
+            table.non_coherent_atom_size.max(limits.non_coherent_atom)
+        } else {
+            limits.non_coherent_atom
+        };
+        Ok(Allocator {
+            policy,
+            table,
+            backing,
+            config,
+            alignment: req.alignment.max(1),
+            real_type_bits: req.memory_type_bits,
+            min_storage_alignment: limits.min_storage_alignment.max(1),
+            non_coherent_atom: non_coherent_atom.max(1),
+            state: Mutex::new(State {
+                pools,
+                heap_used: vec![0; heaps],
+                heap_filler: vec![0; heaps],
+            }),
+        })
     }
 
     pub(crate) fn table(&self) -> &MemoryTable {
         &self.table
     }
 
-    /// Creates a buffer of `size` bytes for `role` and binds it to new memory.
+    /// The atom flushes and invalidates are aligned to: the larger of the device's
+    /// and the simulated table's `nonCoherentAtomSize` (both powers of two).
+    pub(crate) fn non_coherent_atom(&self) -> u64 {
+        self.non_coherent_atom
+    }
+
+    pub(crate) fn config(&self) -> &AllocConfig {
+        &self.config
+    }
+
+    fn simulated(&self) -> bool {
+        self.backing.is_some()
+    }
+
+    fn real_type(&self, ty: u32) -> u32 {
+        self.backing.as_ref().map_or(ty, |b| b[ty as usize])
+    }
+
+    /// memoryTypeBits in the selection table's indices.
+    fn type_bits(&self) -> u32 {
+        match &self.backing {
+            None => self.real_type_bits,
+            Some(back) => {
+                let mut bits = self.table.buffer_memory_type_bits;
+                for (i, real) in back.iter().enumerate() {
+                    if self.real_type_bits & (1 << real) == 0 {
+                        bits &= !(1 << i);
+                    }
+                }
+                bits
+            }
+        }
+    }
+
+    /// Whether `bytes` more fit in `heap`: the simulated heap size (minus what
+    /// `fill_heap` took) in a simulation; always on a real device, whose driver says
+    /// when it is out of memory.
+    fn heap_has_room(&self, st: &State, heap: u32, bytes: u64) -> bool {
+        if !self.simulated() {
+            return true;
+        }
+        let h = heap as usize;
+        st.heap_used[h] + st.heap_filler[h] + bytes <= self.table.heaps[h].size
+    }
+
+    /// Takes all of `heap` but `leave` bytes, as if other programs used it.
+    /// Simulation only.
+    pub(crate) fn fill_heap(&self, heap: u32, leave: u64) -> Result<u64> {
+        if !self.simulated() {
+            return Err(Error::BadSetting {
+                name: "fill_heap",
+                value: heap.to_string(),
+                reason: "needs a simulated memory table (simulate_memory)".into(),
+            });
+        }
+        let Some(h) = self.table.heaps.get(heap as usize) else {
+            return Err(Error::BadSetting {
+                name: "fill_heap",
+                value: heap.to_string(),
+                reason: format!("{} has {} heaps", self.table.name, self.table.heaps.len()),
+            });
+        };
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let filler = h
+            .size
+            .saturating_sub(st.heap_used[heap as usize])
+            .saturating_sub(leave);
+        st.heap_filler[heap as usize] = filler;
+        Ok(filler)
+    }
+
+    /// Allocates a `VkDeviceMemory` of `size` bytes of selection type `ty`, mapped
+    /// when host-visible (with a shadow when simulated non-coherent).
+    fn allocate_block(
+        &self,
+        device: &ash::Device,
+        stats: &Stats,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+    ) -> std::result::Result<BlockMemory, vk::Result> {
+        let heap = self.table.types[ty as usize].heap;
+        if !self.heap_has_room(st, heap, size) {
+            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        }
+        let info = vk::MemoryAllocateInfo::default()
+            .allocation_size(size)
+            .memory_type_index(self.real_type(ty));
+        // SAFETY: valid allocate info with a memory type index of this device.
+        let memory = unsafe { device.allocate_memory(&info, None) }?;
+        stats.memory_allocated(size);
+        let flags = self.table.types[ty as usize].flags;
+        let mut block = BlockMemory {
+            memory,
+            size,
+            heap,
+            mapped: None,
+            shadow: None,
+        };
+        if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
+            // SAFETY: host-visible memory (the backing type is host-visible too), mapped
+            // once for the block's lifetime.
+            let mapped = unsafe {
+                device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+            };
+            let p = match mapped {
+                Ok(p) => p.cast::<u8>(),
+                Err(e) => {
+                    // SAFETY: not mapped, nothing bound.
+                    unsafe { device.free_memory(memory, None) };
+                    stats.memory_freed(size);
+                    return Err(e);
+                }
+            };
+            stats.mapping_created();
+            let real = NonNull::new(p);
+            block.mapped = real;
+            let coherent = flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT);
+            if let (true, false, Some(real)) = (self.simulated(), coherent, real) {
+                let mut cache = vec![0u8; size as usize].into_boxed_slice();
+                // SAFETY: `real` maps `size` bytes; the cache starts as what memory holds.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(real.as_ptr(), cache.as_mut_ptr(), size as usize)
+                };
+                let raw = Box::into_raw(cache);
+                block.mapped = NonNull::new(raw.cast::<u8>());
+                block.shadow = Some((real, raw));
+            }
+        }
+        st.heap_used[heap as usize] += size;
+        Ok(block)
+    }
+
+    fn free_block(&self, device: &ash::Device, stats: &Stats, st: &mut State, b: BlockMemory) {
+        // SAFETY: no buffer is bound to the memory any more (its regions' buffers were
+        // destroyed first); the shadow was made by Box::into_raw in allocate_block.
+        unsafe {
+            if b.mapped.is_some() {
+                device.unmap_memory(b.memory);
+                stats.mapping_destroyed();
+            }
+            if let Some((_, raw)) = b.shadow {
+                drop(Box::from_raw(raw));
+            }
+            device.free_memory(b.memory, None);
+        }
+        stats.memory_freed(b.size);
+        st.heap_used[b.heap as usize] -= b.size;
+    }
+
+    fn destroy_buffers(&self, device: &ash::Device, stats: &Stats, buffers: Vec<vk::Buffer>) {
+        for b in buffers {
+            // SAFETY: the region that held the buffer is free or gone; no pending work
+            // uses it (every submission is waited for).
+            unsafe { device.destroy_buffer(b, None) };
+            stats.buffer_destroyed();
+        }
+    }
+
+    /// Reserves `size` bytes for `role` and binds a buffer there.
     pub(crate) fn allocate(
         &self,
         device: &ash::Device,
         stats: &Stats,
         role: Role,
         size: u64,
-        usage: vk::BufferUsageFlags,
     ) -> Result<Allocation> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let request = self.policy.request(role);
-        let info = vk::BufferCreateInfo::default()
-            .size(size.max(4).next_multiple_of(4))
-            .usage(usage)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
-        // SAFETY: valid create info; the buffer is destroyed on every path below.
-        let buffer = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
-        stats.buffer_created();
-        let destroy_buffer = |stats: &Stats| {
-            // SAFETY: the buffer is not bound to memory in use and not referenced elsewhere.
-            unsafe { device.destroy_buffer(buffer, None) };
-            stats.buffer_destroyed();
-        };
-        // SAFETY: the buffer was created from this device.
-        let req = unsafe { device.get_buffer_memory_requirements(buffer) };
-        let type_bits = match &self.backing {
-            None => req.memory_type_bits,
-            Some(back) => {
-                // A simulated type is allowed when the real type behind it is.
-                let mut bits = self.table.buffer_memory_type_bits;
-                for (i, real) in back.iter().enumerate() {
-                    if req.memory_type_bits & (1 << real) == 0 {
-                        bits &= !(1 << i);
-                    }
-                }
-                bits
-            }
-        };
-        let candidates = match self.policy.candidates(&self.table, &request, type_bits) {
-            Ok(c) => c,
-            Err(e) => {
-                destroy_buffer(stats);
-                return Err(Error::DeviceMallocFailed(format!(
-                    "{role} of {size} bytes: {e}"
-                )));
-            }
-        };
+        let candidates = self
+            .policy
+            .candidates(&self.table, &request, self.type_bits())
+            .map_err(|e| Error::DeviceMallocFailed(format!("{role} of {size} bytes: {e}")))?;
+        // Buffers are at least 4 bytes and a multiple of 4, so vkCmdFillBuffer covers them.
+        let buffer_size = size.max(4).next_multiple_of(4);
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let mut fallbacks = 0;
+        let mut refusals = Vec::new();
         for &ty in &candidates {
-            let real_type = self.backing.as_ref().map_or(ty, |b| b[ty as usize]);
-            let alloc_info = vk::MemoryAllocateInfo::default()
-                .allocation_size(req.size)
-                .memory_type_index(real_type);
-            // SAFETY: valid allocate info with a memory type index from this device.
-            let memory = match unsafe { device.allocate_memory(&alloc_info, None) } {
-                Ok(m) => m,
-                Err(
-                    vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY,
-                ) => {
-                    fallbacks += 1;
-                    continue;
-                }
-                Err(e) => {
-                    destroy_buffer(stats);
-                    return Err(e).vk("vkAllocateMemory");
-                }
-            };
-            stats.memory_allocated(req.size);
-            let free_memory = |stats: &Stats| {
-                // SAFETY: the memory is not mapped or bound to a live buffer.
-                unsafe { device.free_memory(memory, None) };
-                stats.memory_freed(req.size);
-            };
-            // SAFETY: the memory type is allowed by the buffer's requirements; offset 0.
-            if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, 0) } {
-                destroy_buffer(stats);
-                free_memory(stats);
-                return Err(e).vk("vkBindBufferMemory");
-            }
             let flags = self.table.types[ty as usize].flags;
-            let mapped = if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
-                // SAFETY: host-visible memory, mapped once for its whole lifetime.
-                match unsafe {
-                    device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
-                } {
-                    Ok(p) => {
-                        stats.mapping_created();
-                        std::ptr::NonNull::new(p.cast::<u8>())
-                    }
-                    Err(e) => {
-                        destroy_buffer(stats);
-                        free_memory(stats);
-                        return Err(e).vk("vkMapMemory");
-                    }
+            let non_coherent = flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
+                && !flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT);
+            // Non-coherent regions own whole atoms, so a flush or invalidate of one
+            // never touches another's bytes (as VMA does).
+            let mut alignment = self.alignment.max(self.min_storage_alignment);
+            let mut reserve = align_up(buffer_size, self.alignment);
+            if non_coherent {
+                alignment = alignment.max(self.non_coherent_atom);
+                reserve = align_up(reserve, self.non_coherent_atom);
+            }
+            match self.place(device, stats, &mut st, ty, reserve, alignment) {
+                Ok((block, reservation)) => {
+                    let pool = &mut st.pools[ty as usize];
+                    let b = pool.block(block).expect("just placed");
+                    let (memory, memory_size, heap) = (b.payload.memory, b.size, b.payload.heap);
+                    let (mapped, shadow_base) = (b.payload.mapped, b.payload.shadow);
+                    self.destroy_buffers(device, stats, reservation.evicted);
+                    let buffer = match reservation.cached {
+                        Some(buf) => buf,
+                        // The buffer spans the whole region, so a later reuse of the region
+                        // (any request that rounds to the same size) fits in it.
+                        None => match self.create_buffer(
+                            device,
+                            stats,
+                            reservation.size,
+                            memory,
+                            reservation.offset,
+                        ) {
+                            Ok(buf) => {
+                                let _ =
+                                    st.pools[ty as usize].set_payload(block, reservation.id, buf);
+                                buf
+                            }
+                            Err(e) => {
+                                let _ = st.pools[ty as usize].release(block, reservation.id);
+                                return Err(e);
+                            }
+                        },
+                    };
+                    let at = |p: NonNull<u8>| {
+                        // SAFETY: the region lies inside the block's mapping.
+                        unsafe {
+                            NonNull::new_unchecked(p.as_ptr().add(reservation.offset as usize))
+                        }
+                    };
+                    stats.placed(Placement {
+                        role,
+                        memory_type: ty,
+                        flags: property_flags_name(flags),
+                        heap,
+                        size,
+                        fallbacks,
+                    });
+                    return Ok(Allocation {
+                        buffer,
+                        memory,
+                        offset: reservation.offset,
+                        size,
+                        memory_size,
+                        memory_type: ty,
+                        flags,
+                        mapped: mapped.map(at),
+                        shadow: shadow_base.map(|(real, cache)| Shadow {
+                            real: at(real),
+                            cache: at(NonNull::new(cache.cast::<u8>()).expect("boxed slice")),
+                        }),
+                        role,
+                        block,
+                        region: reservation.id,
+                    });
                 }
-            } else {
-                None
-            };
-            let heap = self.table.types[ty as usize].heap;
-            stats.placed(Placement {
-                role,
-                memory_type: ty,
-                flags: property_flags_name(flags),
-                heap,
-                size,
-                fallbacks,
-            });
-            return Ok(Allocation {
-                buffer,
-                memory,
-                size,
-                memory_size: req.size,
-                memory_type: ty,
-                flags,
-                mapped,
-                role,
-            });
+                Err(why) => {
+                    fallbacks += 1;
+                    refusals.push(format!("type {ty}: {why}"));
+                }
+            }
         }
-        destroy_buffer(stats);
         Err(Error::DeviceMallocFailed(format!(
-            "{role} of {size} bytes ({}): every candidate memory type ({}) ran out of memory on {}",
-            request,
-            candidates
-                .iter()
-                .map(|t| t.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            self.table.name
+            "{role} of {size} bytes ({request}, policy {}) on {}: no candidate memory type had room: {}",
+            self.policy,
+            self.table.name,
+            if refusals.is_empty() {
+                "no candidates".to_owned()
+            } else {
+                refusals.join("; ")
+            }
         )))
     }
 
-    /// Unmaps, destroys the buffer and frees the memory.
-    pub(crate) fn free(&self, device: &ash::Device, stats: &Stats, a: &Allocation) {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: the caller owns `a` and no submission that uses it is pending.
-        unsafe {
-            if a.mapped.is_some() {
-                device.unmap_memory(a.memory);
-                stats.mapping_destroyed();
-            }
-            device.destroy_buffer(a.buffer, None);
-            stats.buffer_destroyed();
-            device.free_memory(a.memory, None);
+    /// A region of `size` bytes in a block of type `ty`: an existing block, or a new
+    /// one (smaller if the preferred size does not fit), collecting free blocks once
+    /// when the pool's limits refuse.
+    fn place(
+        &self,
+        device: &ash::Device,
+        stats: &Stats,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+        alignment: u64,
+    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), String>
+    {
+        let mut placed = st.pools[ty as usize].place(size, alignment, false);
+        if placed.is_err() {
+            self.collect_pool(device, stats, st, ty as usize);
+            placed = st.pools[ty as usize].place(size, alignment, false);
         }
-        stats.memory_freed(a.memory_size);
+        let (block_size, dedicated) = match placed.map_err(|e| e.to_string())? {
+            PoolPlacement::Existing { block, reservation } => return Ok((block, reservation)),
+            PoolPlacement::NeedBlock {
+                size: bs,
+                dedicated,
+            } => (bs, dedicated),
+        };
+        // The preferred block size first, then just the request (as VMA does).
+        let mut tries = vec![block_size];
+        let exact = align_up(size, alignment);
+        if exact < block_size {
+            tries.push(exact);
+        }
+        let mut last = vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
+        for bs in tries {
+            match self.allocate_block(device, stats, st, ty, bs) {
+                Ok(mem) => {
+                    return st.pools[ty as usize]
+                        .add_block(mem, bs, dedicated, size, alignment)
+                        .map_err(|e| e.to_string());
+                }
+                Err(
+                    e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+                    | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
+                ) => last = e,
+                Err(e) => return Err(format!("vkAllocateMemory failed: {e}")),
+            }
+        }
+        let heap = self.table.types[ty as usize].heap;
+        Err(format!(
+            "heap {heap} is full ({last}: {} of {} bytes in use)",
+            st.heap_used[heap as usize] + st.heap_filler[heap as usize],
+            self.table.heaps[heap as usize].size
+        ))
     }
 
-    /// Frees everything still pooled. Nothing is pooled yet.
+    fn create_buffer(
+        &self,
+        device: &ash::Device,
+        stats: &Stats,
+        size: u64,
+        memory: vk::DeviceMemory,
+        offset: u64,
+    ) -> Result<vk::Buffer> {
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(BUFFER_USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info.
+        let buffer = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        stats.buffer_created();
+        // SAFETY: the region at `offset` is reserved for this buffer, aligned to the
+        // buffer's required alignment, and as large as its requirements (same usage as
+        // the probe, so the same alignment; size rounded up to it).
+        if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, offset) } {
+            // SAFETY: not bound, not used.
+            unsafe { device.destroy_buffer(buffer, None) };
+            stats.buffer_destroyed();
+            return Err(e).vk("vkBindBufferMemory");
+        }
+        Ok(buffer)
+    }
+
+    fn collect_pool(&self, device: &ash::Device, stats: &Stats, st: &mut State, ty: usize) {
+        let (blocks, buffers) = st.pools[ty].collect();
+        self.destroy_buffers(device, stats, buffers);
+        for b in blocks {
+            self.free_block(device, stats, st, b);
+        }
+    }
+
+    /// Returns a region to its block, keeping its buffer for reuse (Halide's `release`).
+    pub(crate) fn free(&self, device: &ash::Device, stats: &Stats, a: &Allocation) {
+        let _ = (device, stats);
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // An error here means the region was already released (an emulated Halide
+        // bug released it early); there is nothing left to do.
+        let _ = st.pools[a.memory_type as usize].release(a.block, a.region);
+    }
+
+    /// Coalesces free regions, destroys their buffers and frees empty blocks
+    /// (Halide's `release_unused_device_allocations`). Returns blocks freed.
+    pub(crate) fn release_unused(&self, device: &ash::Device, stats: &Stats) -> usize {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let before: usize = st.pools.iter().map(|p| p.blocks()).sum();
+        for ty in 0..st.pools.len() {
+            self.collect_pool(device, stats, &mut st, ty);
+        }
+        let after: usize = st.pools.iter().map(|p| p.blocks()).sum();
+        before - after
+    }
+
+    /// Blocks and their bytes now, over all memory types.
+    pub(crate) fn pool_usage(&self) -> (usize, u64) {
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        (
+            st.pools.iter().map(|p| p.blocks()).sum(),
+            st.pools.iter().map(|p| p.pool_size()).sum(),
+        )
+    }
+
+    /// Frees everything, in use or not.
     ///
     /// # Safety
-    /// The device must be idle.
-    pub(crate) unsafe fn destroy(&self, _device: &ash::Device, _stats: &Stats) {}
+    /// The device must be idle and no allocation used again.
+    pub(crate) unsafe fn destroy(&self, device: &ash::Device, stats: &Stats) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        for ty in 0..st.pools.len() {
+            let (blocks, buffers) = st.pools[ty].drain();
+            self.destroy_buffers(device, stats, buffers);
+            for b in blocks {
+                self.free_block(device, stats, &mut st, b);
+            }
+        }
+    }
 }

@@ -56,7 +56,9 @@ pub struct Block<B, T> {
 pub enum Placement<T> {
     /// Reserved in an existing block.
     Existing {
+        /// The block it went into.
         block: BlockId,
+        /// The region; create and `set_payload` a buffer unless `cached` holds one.
         reservation: Reservation<T>,
     },
     /// No block has room: allocate `size` bytes and pass them to
@@ -65,6 +67,8 @@ pub enum Placement<T> {
     NeedBlock {
         /// Bytes.
         size: u64,
+        /// Pass to `add_block`; allocate with `VkMemoryDedicatedAllocateInfo` when the
+        /// driver asked for it.
         dedicated: bool,
     },
 }
@@ -87,7 +91,12 @@ pub enum PoolError {
     },
     /// The pool already has `maximum_block_count` blocks.
     #[error("maximum block count reached: the pool has {blocks} blocks, the limit is {limit}")]
-    BlockCountLimit { limit: u32, blocks: usize },
+    BlockCountLimit {
+        /// Blocks allowed.
+        limit: u32,
+        /// Blocks now.
+        blocks: usize,
+    },
     /// The block needed is larger than the memory heap.
     #[error("a block of {block_size} B does not fit in the heap of {heap_size} B")]
     LargerThanHeap {
@@ -111,7 +120,12 @@ pub enum PoolError {
     UnknownBlock(BlockId),
     /// A region operation failed.
     #[error("{block}: {source}")]
-    Region { block: BlockId, source: RegionError },
+    Region {
+        /// The block of the region.
+        block: BlockId,
+        /// What the region allocator said.
+        source: RegionError,
+    },
     /// `add_block` was given a block too small for the request; the block is kept
     /// (empty) and freed by the next `collect`.
     #[error(
@@ -119,6 +133,7 @@ pub enum PoolError {
          it stays in the pool until collect"
     )]
     BlockTooSmall {
+        /// The block, now in the pool.
         block: BlockId,
         /// Bytes.
         block_size: u64,

@@ -77,6 +77,7 @@ pub enum ConfigError {
         field: usize,
         /// Field name and unit.
         name: &'static str,
+        /// The field's text.
         value: String,
     },
     /// A field of `VKCOPY_ALLOC_CONFIG` does not fit: more than 2^64 bytes, or a
@@ -87,6 +88,7 @@ pub enum ConfigError {
         field: usize,
         /// Field name and unit.
         name: &'static str,
+        /// The field's text.
         value: String,
     },
     /// `VKCOPY_ALLOC_CONFIG` has more than five fields.

@@ -85,6 +85,7 @@ pub enum RegionError {
     /// The region is free (released to a use count of 0).
     #[error("{id} at offset {offset} B, size {size} B is not in use (already released)")]
     NotInUse {
+        /// The handle used.
         id: RegionId,
         /// Bytes.
         offset: u64,
@@ -94,6 +95,7 @@ pub enum RegionError {
     /// `set_payload` on a region that already has one; the caller destroys the new one.
     #[error("{id} at offset {offset} B, size {size} B already has a payload")]
     PayloadPresent {
+        /// The handle used.
         id: RegionId,
         /// Bytes.
         offset: u64,
@@ -103,6 +105,7 @@ pub enum RegionError {
     /// `retain` past `u32::MAX` users.
     #[error("{id} at offset {offset} B, size {size} B already has u32::MAX users")]
     TooManyUsers {
+        /// The handle used.
         id: RegionId,
         /// Bytes.
         offset: u64,
