@@ -21,6 +21,10 @@ pub struct CaseFile {
     /// What the device must offer; otherwise the case is skipped.
     #[serde(default)]
     pub requires: Requires,
+    /// Run under this memory-type policy whatever `--policy` says (to pin down how
+    /// an old policy behaved).
+    #[serde(default)]
+    pub policy: Option<Spanned<String>>,
     /// Present this recorded table (a name in `cases/devices/`) to the allocator.
     #[serde(default)]
     pub simulate_memory: Option<Spanned<String>>,
@@ -145,6 +149,19 @@ pub enum Step {
         error: String,
         step: Box<Spanned<Step>>,
     },
+    /// Runs a compute kernel on the device (see [`KernelSpec`]).
+    Kernel(KernelSpec),
+    /// Simulation only: takes all of simulated heap `heap` but `leave` bytes.
+    FillHeap {
+        heap: u32,
+        #[serde(default)]
+        leave: u64,
+    },
+    /// Coalesces free regions and frees empty blocks (Halide's
+    /// `halide_reuse_device_allocations(false)` path).
+    ReleaseUnused,
+    /// Halide's `device_release`: frees unused blocks and the kernel pipelines.
+    DeviceRelease,
     /// Checks counters of the context (see `cases/README.md` for the names).
     ExpectCounters(BTreeMap<String, u64>),
     /// Turns GPU timestamps around copies on or off.
@@ -156,6 +173,9 @@ pub enum Step {
         memory_type: Option<u32>,
         #[serde(default)]
         flags: Option<Vec<String>>,
+        /// How many candidate types ran out of room before it.
+        #[serde(default)]
+        fallbacks: Option<u32>,
     },
 }
 
@@ -180,6 +200,10 @@ impl Step {
             Step::ExpectError { .. } => "expect_error",
             Step::ExpectMemory { .. } => "expect_memory",
             Step::ExpectCounters(_) => "expect_counters",
+            Step::Kernel(_) => "kernel",
+            Step::FillHeap { .. } => "fill_heap",
+            Step::ReleaseUnused => "release_unused",
+            Step::DeviceRelease => "device_release",
             Step::Profiling(_) => "profiling",
         }
     }
@@ -206,4 +230,31 @@ pub struct SelectionExpect {
     pub halide: Option<u32>,
     #[serde(default)]
     pub vkcopy: Option<u32>,
+}
+
+/// A compute kernel: exactly one of `fill`, `add`, `sum` names the output.
+///
+/// - `fill: out, value: EXPR`: out = EXPR of the coordinates;
+/// - `add: out, constant: C`: out = out + C (in place);
+/// - `add: out, inputs: [a, b], constant: C`: out = a + b + C;
+/// - `sum: out, input: g, dim: D`: out = g summed over dimension D.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    #[serde(default)]
+    pub fill: Option<String>,
+    #[serde(default)]
+    pub add: Option<String>,
+    #[serde(default)]
+    pub sum: Option<String>,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    #[serde(default)]
+    pub constant: i64,
+    #[serde(default)]
+    pub input: Option<String>,
+    #[serde(default)]
+    pub dim: Option<usize>,
 }

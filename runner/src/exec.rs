@@ -79,6 +79,9 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             if r.simulate_memory.is_some() {
                 options.simulate_memory = r.simulate_memory.clone();
             }
+            if let Some(p) = r.policy {
+                options.policy = p;
+            }
             let ctx = match Context::new(options) {
                 Ok(c) => c,
                 Err(e) => {
@@ -94,8 +97,11 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             }
             let result = run_steps(&ctx, r);
             let mut problems = Vec::new();
-            if let Err(m) = result {
-                problems.push(m);
+            let mut skip = None;
+            match result {
+                Ok(()) => {}
+                Err((Status::Skip, m)) => skip = Some(m),
+                Err((_, m)) => problems.push(m),
             }
             let leaks = ctx.leak_check();
             if !leaks.is_empty() {
@@ -115,7 +121,9 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
                 .iter()
                 .map(PlacementRecord::from)
                 .collect();
-            let mut out = if problems.is_empty() {
+            let mut out = if let (Some(why), true) = (&skip, problems.is_empty()) {
+                Outcome::new(Status::Skip, why.clone(), start.elapsed())
+            } else if problems.is_empty() {
                 Outcome::new(Status::Pass, String::new(), start.elapsed())
             } else {
                 Outcome::new(Status::Fail, problems.join("\n"), start.elapsed())
@@ -197,6 +205,14 @@ impl Slots {
         Ok((x.expect("checked"), y.expect("checked")))
     }
 
+    fn take(&mut self, i: usize) -> Result<Buffer, StepError> {
+        self.bufs[i].take().ok_or_else(|| self.missing(i))
+    }
+
+    fn put(&mut self, i: usize, b: Buffer) {
+        self.bufs[i] = Some(b);
+    }
+
     fn missing(&self, i: usize) -> StepError {
         StepError::Check(format!(
             "buffer {} does not exist (released, or the step that makes it failed)",
@@ -205,7 +221,9 @@ impl Slots {
     }
 }
 
-fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), String> {
+/// Runs the steps; on the first that fails, says whether the case failed or is
+/// skipped (the device lacks a feature), and why.
+fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), (Status, String)> {
     let mut bufs = Slots {
         names: plan.slots.clone(),
         bufs: (0..plan.slots.len()).map(|_| None).collect(),
@@ -213,19 +231,33 @@ fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), String> {
     for (i, d) in plan.buffers.iter().enumerate() {
         bufs.bufs[i] = Some(
             Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host)
-                .map_err(|e| format!("buffer {}: {e}", d.name))?,
+                .map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name)))?,
         );
     }
     for op in &plan.ops {
-        step(ctx, &mut bufs, op).map_err(|e| format!("line {}: {e}", op.line))?;
+        step(ctx, &mut bufs, op).map_err(|e| {
+            let status = match e {
+                StepError::Unsupported(_) => Status::Skip,
+                _ => Status::Fail,
+            };
+            (status, format!("line {}: {e}", op.line))
+        })?;
     }
     Ok(())
 }
 
-/// Why a step failed: a runtime error (with its name, for `expect_error`) or a failed check.
+/// Why a step failed: a runtime error (with its name, for `expect_error`), a failed
+/// check, or something the device lacks (the case is then skipped).
 enum StepError {
     Runtime(vkcopy::Error),
     Check(String),
+    Unsupported(String),
+}
+
+/// Skips the case when the device cannot run kernels on the buffer's element type.
+fn supported(ctx: &Context, b: &Buffer) -> Result<(), StepError> {
+    ctx.kernel_supports(b.elem())
+        .map_err(|e| StepError::Unsupported(e.to_string()))
 }
 
 impl From<vkcopy::Error> for StepError {
@@ -244,7 +276,7 @@ impl std::fmt::Display for StepError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StepError::Runtime(e) => write!(f, "{e}"),
-            StepError::Check(m) => f.write_str(m),
+            StepError::Check(m) | StepError::Unsupported(m) => f.write_str(m),
         }
     }
 }
@@ -399,6 +431,59 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
                 )))
             }
         }
+        OpKind::KernelFill { out, value } => {
+            let b = bufs.get_mut(*out)?;
+            supported(ctx, b)?;
+            ctx.kernel_fill(b, value).map_err(err)
+        }
+        OpKind::KernelAdd {
+            out,
+            inputs,
+            constant,
+        } => {
+            // Take the buffers out of their slots for disjoint borrows; put them back.
+            let mut o = bufs.take(*out)?;
+            let mut ins = Vec::new();
+            for &i in inputs {
+                match bufs.take(i) {
+                    Ok(b) => ins.push((i, b)),
+                    Err(e) => {
+                        bufs.put(*out, o);
+                        for (j, b) in ins {
+                            bufs.put(j, b);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            let result = supported(ctx, &o).and_then(|()| {
+                let mut refs: Vec<&mut Buffer> = ins.iter_mut().map(|(_, b)| b).collect();
+                ctx.kernel_add(&mut o, &mut refs, *constant).map_err(err)
+            });
+            bufs.put(*out, o);
+            for (j, b) in ins {
+                bufs.put(j, b);
+            }
+            result
+        }
+        OpKind::KernelSum { out, input, dim } => {
+            let mut i = bufs.take(*input)?;
+            let result = bufs.get_mut(*out).and_then(|o| {
+                supported(ctx, o)?;
+                ctx.kernel_sum(o, &mut i, *dim).map_err(err)
+            });
+            bufs.put(*input, i);
+            result
+        }
+        OpKind::FillHeap { heap, leave } => ctx.fill_heap(*heap, *leave).map(|_| ()).map_err(err),
+        OpKind::ReleaseUnused => {
+            ctx.release_unused();
+            Ok(())
+        }
+        OpKind::DeviceRelease => {
+            ctx.device_release();
+            Ok(())
+        }
         OpKind::Profiling(on) => {
             ctx.set_profiling(*on);
             Ok(())
@@ -416,6 +501,7 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             role,
             memory_type,
             flags,
+            fallbacks,
         } => {
             let placements = ctx.stats().placements();
             let p = placements
@@ -431,6 +517,15 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
                         table.describe_type(p.memory_type),
                         table.describe_type(*t),
                         ctx.policy()
+                    )));
+                }
+            }
+            if let Some(f) = fallbacks {
+                if p.fallbacks != *f {
+                    return Err(StepError::Check(format!(
+                        "expect_memory: {role} landed in {} after {} fallback(s), expected {f}",
+                        table.describe_type(p.memory_type),
+                        p.fallbacks
                     )));
                 }
             }

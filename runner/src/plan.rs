@@ -153,21 +153,46 @@ pub enum OpKind {
     },
     ExpectCounters(Vec<(String, u64)>),
     Profiling(bool),
+    KernelFill {
+        out: usize,
+        value: Expr,
+    },
+    KernelAdd {
+        out: usize,
+        inputs: Vec<usize>,
+        constant: i64,
+    },
+    KernelSum {
+        out: usize,
+        input: usize,
+        dim: usize,
+    },
+    FillHeap {
+        heap: u32,
+        leave: u64,
+    },
+    ReleaseUnused,
+    DeviceRelease,
     ExpectMemory {
         role: Role,
         memory_type: Option<u32>,
         flags: Option<Vec<String>>,
+        fallbacks: Option<u32>,
     },
 }
 
 /// A case that runs on a device.
 #[derive(Clone, Debug)]
 pub struct RuntimePlan {
+    /// The policy the case pins, if any.
+    pub policy: Option<Policy>,
     pub simulate_memory: Option<MemoryTable>,
     /// Declared buffers: slots `0..buffers.len()`.
     pub buffers: Vec<BufferDecl>,
     /// The name of every slot: the declared buffers, then the views steps create.
     pub slots: Vec<String>,
+    /// The element type of every slot.
+    pub slot_elems: Vec<ElemType>,
     pub ops: Vec<Op>,
 }
 
@@ -210,6 +235,33 @@ pub struct CasePlan {
 }
 
 impl CasePlan {
+    /// Element types that the case's kernels write or read, to check support early.
+    pub fn kernel_elem_types(&self) -> Vec<ElemType> {
+        let PlanKind::Runtime(r) = &self.kind else {
+            return Vec::new();
+        };
+        let mut slots: Vec<usize> = Vec::new();
+        for op in &r.ops {
+            let mut k = &op.kind;
+            while let OpKind::ExpectError { op, .. } = k {
+                k = &op.kind;
+            }
+            match k {
+                OpKind::KernelFill { out, .. } => slots.push(*out),
+                OpKind::KernelAdd { out, inputs, .. } => {
+                    slots.push(*out);
+                    slots.extend(inputs);
+                }
+                OpKind::KernelSum { out, input, .. } => slots.extend([*out, *input]),
+                _ => {}
+            }
+        }
+        let mut types: Vec<ElemType> = slots.iter().map(|&s| r.slot_elems[s]).collect();
+        types.sort_by_key(|t| t.name());
+        types.dedup();
+        types
+    }
+
     /// Whether the case needs a Vulkan device.
     pub fn needs_device(&self) -> bool {
         matches!(self.kind, PlanKind::Runtime(_))
@@ -346,10 +398,10 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
 
     let kind = match (&file.selection, file.steps.is_empty()) {
         (Some(sel), true) => {
-            if !file.buffers.is_empty() || file.simulate_memory.is_some() {
+            if !file.buffers.is_empty() || file.simulate_memory.is_some() || file.policy.is_some() {
                 return Err(cx.err(
                     &sel.referenced,
-                    "a selection case has no buffers or simulate_memory",
+                    "a selection case has no buffers, simulate_memory or policy",
                 ));
             }
             PlanKind::Selection(selection(&cx, &sel.value, &sel.referenced)?)
@@ -512,10 +564,20 @@ fn runtime(cx: &Ctx, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
     for step in &file.steps {
         ops.push(op(cx, &mut syms, step)?);
     }
+    let policy = match &file.policy {
+        None => None,
+        Some(p) => Some(
+            p.value
+                .parse::<Policy>()
+                .map_err(|e| cx.err(&p.referenced, format!("policy: {e}")))?,
+        ),
+    };
     Ok(RuntimePlan {
+        policy,
         simulate_memory,
         buffers,
         slots: syms.slots.iter().map(|s| s.name.clone()).collect(),
+        slot_elems: syms.slots.iter().map(|s| s.elem).collect(),
         ops,
     })
 }
@@ -787,10 +849,95 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             OpKind::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
         }
         Step::Profiling(on) => OpKind::Profiling(*on),
+        Step::FillHeap { heap, leave } => OpKind::FillHeap {
+            heap: *heap,
+            leave: *leave,
+        },
+        Step::ReleaseUnused => OpKind::ReleaseUnused,
+        Step::DeviceRelease => OpKind::DeviceRelease,
+        Step::Kernel(k) => {
+            let named = [("fill", &k.fill), ("add", &k.add), ("sum", &k.sum)];
+            let given: Vec<&str> = named
+                .iter()
+                .filter(|(_, v)| v.is_some())
+                .map(|(n, _)| *n)
+                .collect();
+            if given.len() != 1 {
+                return Err(cx.err(
+                    at,
+                    format!("kernel: give exactly one of fill, add, sum (given: {given:?})"),
+                ));
+            }
+            let unused = |field: &str, present: bool| -> Result<(), CaseError> {
+                if present {
+                    return Err(cx.err(
+                        at,
+                        format!("kernel {}: field {field} does not apply", given[0]),
+                    ));
+                }
+                Ok(())
+            };
+            if let Some(out) = &k.fill {
+                unused("inputs", !k.inputs.is_empty())?;
+                unused("input", k.input.is_some())?;
+                unused("dim", k.dim.is_some())?;
+                unused("constant", k.constant != 0)?;
+                let o = buf(syms, out)?;
+                let value = k
+                    .value
+                    .as_deref()
+                    .ok_or_else(|| cx.err(at, "kernel fill: field value is missing"))?;
+                OpKind::KernelFill {
+                    out: o,
+                    value: expr(syms, o, "value", value)?,
+                }
+            } else if let Some(out) = &k.add {
+                unused("value", k.value.is_some())?;
+                unused("input", k.input.is_some())?;
+                unused("dim", k.dim.is_some())?;
+                let o = buf(syms, out)?;
+                let mut inputs = Vec::new();
+                for i in &k.inputs {
+                    let b = buf(syms, i)?;
+                    if b == o || inputs.contains(&b) {
+                        return Err(cx.err(at, format!("kernel add: input {i} is named twice or is the output; write an in-place add as `add: {out}, constant: C`")));
+                    }
+                    inputs.push(b);
+                }
+                OpKind::KernelAdd {
+                    out: o,
+                    inputs,
+                    constant: k.constant,
+                }
+            } else {
+                let out = k.sum.as_deref().unwrap_or_default();
+                unused("value", k.value.is_some())?;
+                unused("inputs", !k.inputs.is_empty())?;
+                unused("constant", k.constant != 0)?;
+                let o = buf(syms, out)?;
+                let input = k
+                    .input
+                    .as_deref()
+                    .ok_or_else(|| cx.err(at, "kernel sum: field input is missing"))?;
+                let i = buf(syms, input)?;
+                if i == o {
+                    return Err(cx.err(at, "kernel sum: input and output are the same buffer"));
+                }
+                let dim = k
+                    .dim
+                    .ok_or_else(|| cx.err(at, "kernel sum: field dim is missing"))?;
+                OpKind::KernelSum {
+                    out: o,
+                    input: i,
+                    dim,
+                }
+            }
+        }
         Step::ExpectMemory {
             role,
             memory_type,
             flags,
+            fallbacks,
         } => {
             let role: Role = role.parse().map_err(|_| {
                 cx.err(
@@ -808,13 +955,14 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                     ));
                 }
             }
-            if memory_type.is_none() && flags.is_none() {
-                return Err(cx.err(at, "expect_memory: give `type`, `flags` or both"));
+            if memory_type.is_none() && flags.is_none() && fallbacks.is_none() {
+                return Err(cx.err(at, "expect_memory: give `type`, `flags` or `fallbacks`"));
             }
             OpKind::ExpectMemory {
                 role,
                 memory_type: *memory_type,
                 flags: flags.clone(),
+                fallbacks: *fallbacks,
             }
         }
     };

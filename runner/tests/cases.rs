@@ -22,7 +22,8 @@ fn main() {
         std::process::exit(2)
     });
     // Probe the device once, to skip what it cannot run before running anything.
-    let device = match Context::new(options.clone()) {
+    let probe = Context::new(options.clone());
+    let device = match &probe {
         Ok(ctx) => Ok(ctx.info().device_type),
         Err(e) => Err(e.to_string()),
     };
@@ -56,7 +57,13 @@ fn main() {
                     continue;
                 }
                 Ok(t) => {
-                    if let Some(why) = plan.unmet(*t) {
+                    let unsupported = probe.as_ref().ok().and_then(|ctx| {
+                        plan.kernel_elem_types()
+                            .into_iter()
+                            .find_map(|e| ctx.kernel_supports(e).err())
+                            .map(|e| e.to_string())
+                    });
+                    if let Some(why) = plan.unmet(*t).or(unsupported) {
                         trials.push(
                             Trial::test(name, || Ok(()))
                                 .with_kind(format!("skip: {why}"))
@@ -81,5 +88,6 @@ fn main() {
             eprintln!("note: no Vulkan device ({e}); device cases are ignored");
         }
     }
+    drop(probe);
     libtest_mimic::run(&args, trials).exit();
 }

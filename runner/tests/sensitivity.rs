@@ -1,8 +1,8 @@
 //! The suite catches what it claims to: each regression case fails when the
 //! Halide bug it is written against is brought back, and passes without it.
 
-use vkcopy::{Context, ContextOptions, Emulate, Error};
-use vkcopy_suite::discover::cases_root;
+use vkcopy::{Context, ContextOptions, Emulate, Error, Policy};
+use vkcopy_suite::discover::{case_files, cases_root};
 use vkcopy_suite::exec::{self, Status};
 use vkcopy_suite::plan;
 
@@ -76,4 +76,70 @@ fn min_extent_copy_bug_is_caught() {
         ..Default::default()
     };
     assert_catches("regressions::partial_overlap", bug);
+}
+
+#[test]
+fn use_count_bug_is_caught() {
+    let bug = Emulate {
+        use_count_zero: true,
+        ..Default::default()
+    };
+    assert_catches("regressions::parent_freed_before_crop", bug);
+}
+
+#[test]
+fn missing_invalidate_is_caught() {
+    let bug = Emulate {
+        no_flush_invalidate: true,
+        ..Default::default()
+    };
+    assert_catches("regressions::noncoherent_readback", bug);
+}
+
+/// Runs every case under `policy`; returns the names of those that failed.
+fn failing_under(policy: Policy) -> Option<Vec<String>> {
+    let options = ContextOptions {
+        policy,
+        ..options()?
+    };
+    let root = cases_root();
+    let mut failed = Vec::new();
+    for path in case_files(&root).unwrap() {
+        let plan = plan::load(&root, &path).unwrap_or_else(|e| panic!("{e}"));
+        if exec::run(&plan, &options).status == Status::Fail {
+            failed.push(plan.name);
+        }
+    }
+    Some(failed)
+}
+
+#[test]
+fn old_policies_fail_exactly_the_readback_cases() {
+    let seed = [
+        "regressions::seed_readback::h200",
+        "regressions::seed_readback::h200_vram_nearly_full",
+        "regressions::seed_readback::rtx4070",
+        "regressions::seed_readback::rtx4070_bar_full",
+    ];
+    let Some(legacy) = failing_under(Policy::HalideLegacy) else {
+        return;
+    };
+    let mut want: Vec<String> = seed.iter().map(|s| s.to_string()).collect();
+    // Both Halide policies require coherent memory, so they miss the cached
+    // non-coherent type, and both let device memory fall back into the small BAR heap.
+    let both = [
+        "regressions::heap_exhaustion",
+        "regressions::noncoherent_readback",
+    ];
+    want.extend(both.iter().map(|s| s.to_string()));
+    want.sort();
+    assert_eq!(legacy, want, "under halide-legacy");
+    let Some(halide) = failing_under(Policy::Halide) else {
+        return;
+    };
+    assert_eq!(halide, both.to_vec(), "under halide");
+    let Some(vkcopy) = failing_under(Policy::Vkcopy) else {
+        return;
+    };
+    assert!(vkcopy.is_empty(), "under vkcopy: {vkcopy:?}");
 }
