@@ -102,6 +102,40 @@ impl Buffer {
         Ok(self.view(name, out, offset))
     }
 
+    /// A view of any shape over this buffer's memory: its element at its mins is this
+    /// buffer's element `offset` elements past the one at the mins. Every element of
+    /// the view must lie within this buffer's span (`size_in_bytes`).
+    pub(crate) fn view_at(&self, name: &str, dims: Vec<Dim>, offset: u64) -> Result<Buffer> {
+        let probe = Buffer::with_dims(name, self.elem(), dims.clone(), false)?;
+        let eb = self.elem().bytes() as u64;
+        let end = offset
+            .checked_mul(eb)
+            .and_then(|o| o.checked_add(probe.size_in_bytes()))
+            .ok_or_else(|| Error::CropFailed(format!("{name}: offset overflows")))?;
+        if end > self.size_in_bytes() {
+            return Err(Error::CropFailed(format!(
+                "{name}: the view ends at byte {end} of {}, which spans {} bytes",
+                self.name(),
+                self.size_in_bytes()
+            )));
+        }
+        Ok(self.view(name, dims, offset))
+    }
+
+    /// A strided view: `at` (coordinates in this buffer) becomes the view's element at
+    /// its mins; `dims` give the view's mins, extents and strides (in elements of this
+    /// buffer's memory). Halide tests build these by hand as `halide_buffer_t`s over
+    /// another buffer's memory (`gpu_non_contiguous_copy`).
+    pub fn strided_view(&self, name: &str, at: &[i64], dims: Vec<Dim>) -> Result<Buffer> {
+        let offset = self.offset_of(at).ok_or_else(|| {
+            Error::CropFailed(format!(
+                "{name}: {at:?} is not an element of {}",
+                self.name()
+            ))
+        })?;
+        self.view_at(name, dims, offset)
+    }
+
     /// The same buffer without host memory: Halide tests make these with a raw
     /// `halide_buffer_t` copy whose `host` is null.
     pub fn without_host(&self, name: &str) -> Buffer {

@@ -120,6 +120,17 @@ pub enum Step {
         dim: usize,
         pos: i64,
     },
+    /// Makes `to`, a view of any shape over `from`'s memory: `from`'s element `at`
+    /// is `to`'s element at its mins; `stride` in elements of `from`'s memory.
+    View {
+        from: String,
+        to: String,
+        at: Vec<i64>,
+        extent: Vec<i64>,
+        stride: Vec<i64>,
+        #[serde(default)]
+        min: Option<Vec<i64>>,
+    },
     /// Drops a view (crop, slice or view_no_host); its memory stays with the others.
     ReleaseCrop(String),
     /// Drops a buffer: its host memory, and its device memory unless a view holds it.
@@ -192,6 +203,7 @@ impl Step {
             Step::Expect { .. } => "expect",
             Step::Crop { .. } => "crop",
             Step::Slice { .. } => "slice",
+            Step::View { .. } => "view",
             Step::ReleaseCrop(_) => "release_crop",
             Step::Release(_) => "release",
             Step::ViewNoHost { .. } => "view_no_host",

@@ -391,6 +391,15 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             bufs.bufs[*to] = Some(v);
             Ok(())
         }
+        OpKind::View { from, to, at, dims } => {
+            let name = bufs.names[*to].clone();
+            let v = bufs
+                .get(*from)?
+                .strided_view(&name, at, dims.clone())
+                .map_err(err)?;
+            bufs.bufs[*to] = Some(v);
+            Ok(())
+        }
         OpKind::ViewNoHost { from, to } => {
             let name = bufs.names[*to].clone();
             let v = bufs.get(*from)?.without_host(&name);

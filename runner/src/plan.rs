@@ -32,6 +32,8 @@ pub const EXPECTABLE_ERRORS: &[&str] = &[
     "device_malloc_failed",
     "incompatible_buffers",
     "bad_dimensions",
+    "device_crop_failed",
+    "unsupported_type",
 ];
 
 /// A device type a case may require.
@@ -133,6 +135,12 @@ pub enum OpKind {
     ViewNoHost {
         from: usize,
         to: usize,
+    },
+    View {
+        from: usize,
+        to: usize,
+        at: Vec<i64>,
+        dims: Vec<Dim>,
     },
     /// Drops a buffer or view.
     Release(usize),
@@ -764,6 +772,55 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                 to: syms.slots.len() - 1,
                 dim: *dim,
                 pos: *pos,
+            }
+        }
+        Step::View {
+            from,
+            to,
+            at,
+            extent,
+            stride,
+            min,
+        } => {
+            let f = buf(syms, from)?;
+            new_slot(syms, to)?;
+            same_len("at", at, syms.slots[f].dims.len())?;
+            let n = extent.len();
+            if n == 0 || n > MAX_DIMS {
+                return Err(cx.err(
+                    &step.referenced,
+                    format!("view: field extent: {n} dimensions; 1 to {MAX_DIMS} allowed"),
+                ));
+            }
+            same_len("stride", stride, n)?;
+            let mins = match min {
+                Some(m) => {
+                    same_len("min", m, n)?;
+                    m.clone()
+                }
+                None => vec![0; n],
+            };
+            let dims: Vec<Dim> = (0..n)
+                .map(|d| Dim {
+                    min: mins[d],
+                    extent: extent[d],
+                    stride: stride[d],
+                })
+                .collect();
+            let parent = &syms.slots[f];
+            let slot = Slot {
+                name: to.clone(),
+                elem: parent.elem,
+                dims: dims.clone(),
+                host: parent.host,
+                view: true,
+            };
+            syms.slots.push(slot);
+            OpKind::View {
+                from: f,
+                to: syms.slots.len() - 1,
+                at: at.clone(),
+                dims,
             }
         }
         Step::ViewNoHost { from, to } => {

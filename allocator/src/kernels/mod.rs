@@ -613,41 +613,7 @@ impl Context {
 /// strided slice is. For tests until the `view` module exists; not a stable API.
 #[doc(hidden)]
 pub fn test_view(parent: &Buffer, name: &str, dims: Vec<Dim>, offset: u64) -> Result<Buffer> {
-    let mut view = Buffer::with_dims(name, parent.elem(), dims, false)?;
-    let eb = parent.elem().bytes() as u64;
-    let span = view.size_in_bytes();
-    let end = offset
-        .checked_mul(eb)
-        .and_then(|o| o.checked_add(span))
-        .ok_or_else(|| Error::BadDimensions(format!("{name}: offset overflows")))?;
-    if let Some(h) = &parent.host {
-        let len = h.memory.read().unwrap_or_else(|p| p.into_inner()).len() as u64;
-        if h.offset as u64 + end > len {
-            return Err(Error::BadDimensions(format!(
-                "{name}: view ends past the host memory of {}",
-                parent.name()
-            )));
-        }
-        view.host = Some(HostView {
-            memory: h.memory.clone(),
-            offset: h.offset + (offset * eb) as usize,
-        });
-    }
-    if let Some(d) = &parent.device {
-        if d.byte_offset(parent.elem().bytes()) + end > d.region.size() {
-            return Err(Error::BadDimensions(format!(
-                "{name}: view ends past the device region of {}",
-                parent.name()
-            )));
-        }
-        view.device = Some(DeviceView {
-            region: d.region.clone(),
-            offset: d.offset + offset,
-        });
-    }
-    view.host_dirty = parent.host_dirty;
-    view.device_dirty = parent.device_dirty;
-    Ok(view)
+    parent.view_at(name, dims, offset)
 }
 
 #[cfg(test)]

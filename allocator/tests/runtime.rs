@@ -1,0 +1,183 @@
+//! The runtime on the real default device (lavapipe in CI): threads sharing a
+//! context, non-coherent memory through a simulated table, pooling.
+
+use std::thread;
+
+use ash::vk;
+use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
+use vkcopy::{Buffer, Context, ContextOptions, ElemType, Emulate, Error};
+
+fn context(options: ContextOptions) -> Option<Context> {
+    match Context::new(options) {
+        Ok(c) => Some(c),
+        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
+            if std::env::var_os("CI").is_none() =>
+        {
+            eprintln!("skipping: {e}");
+            None
+        }
+        Err(e) => panic!("cannot create a context: {e}"),
+    }
+}
+
+fn assert_clean(ctx: &Context) {
+    let leaks = ctx.leak_check();
+    assert!(leaks.is_empty(), "{leaks}");
+    let messages = ctx.take_validation_messages();
+    assert!(messages.is_empty(), "{messages:#?}");
+}
+
+/// Fills on the host, uploads, clears the host, reads back; returns mismatches.
+fn round_trip(ctx: &Context, name: &str, extents: &[i64], seed: i64) -> u64 {
+    let mut b = Buffer::new(name, ElemType::I32, extents).unwrap();
+    b.fill(|c| {
+        c.iter()
+            .enumerate()
+            .map(|(d, v)| v * (d as i64 * 1000 + 1))
+            .sum::<i64>()
+            + seed
+    })
+    .unwrap();
+    ctx.copy_to_device(&mut b).unwrap();
+    b.fill(|_| -1).unwrap();
+    b.host_dirty = false;
+    b.device_dirty = true;
+    ctx.copy_to_host(&mut b).unwrap();
+    b.compare(
+        |c| {
+            c.iter()
+                .enumerate()
+                .map(|(d, v)| v * (d as i64 * 1000 + 1))
+                .sum::<i64>()
+                + seed
+        },
+        1,
+    )
+    .unwrap()
+    .mismatches
+}
+
+#[test]
+fn context_is_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Context>();
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    thread::scope(|s| {
+        for t in 0..4i64 {
+            let ctx = ctx.clone();
+            s.spawn(move || {
+                for i in 0..8 {
+                    let extent = 100 + 37 * t + i;
+                    let bad = round_trip(&ctx, &format!("t{t}.{i}"), &[extent, 33], t * 100 + i);
+                    assert_eq!(bad, 0, "thread {t} copy {i}");
+                }
+            });
+        }
+    });
+    assert_clean(&ctx);
+}
+
+#[test]
+fn small_buffers_share_blocks() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let mut bufs: Vec<Buffer> = (0..50)
+        .map(|i| Buffer::new(&format!("b{i}"), ElemType::U8, &[1000 + i]).unwrap())
+        .collect();
+    for b in &mut bufs {
+        ctx.device_malloc(b).unwrap();
+    }
+    let counters = ctx.counters();
+    let get = |n: &str| counters.iter().find(|(k, _)| *k == n).unwrap().1;
+    // 50 regions of about 1 KiB share one 32 MiB block.
+    assert_eq!(get("live_regions"), 50);
+    assert_eq!(get("blocks"), 1);
+    assert_eq!(get("block_bytes"), ctx.alloc_config().minimum_block_size);
+    drop(bufs);
+    // Released regions keep their memory until release_unused.
+    assert_eq!(ctx.release_unused(), 1);
+    assert_clean(&ctx);
+}
+
+/// A made-up table whose buffers may only use non-coherent cached memory, so that
+/// uploads need flushes and readbacks need invalidates. Real drivers must also offer
+/// a coherent host-visible type; this one hides it through memoryTypeBits.
+fn noncoherent_only() -> MemoryTable {
+    MemoryTable {
+        name: "synthetic non-coherent".into(),
+        device_type: DeviceType::IntegratedGpu,
+        non_coherent_atom_size: 256,
+        heaps: vec![MemoryHeap {
+            size: 1 << 30,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+        }],
+        types: vec![
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            },
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_COHERENT,
+            },
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_CACHED,
+            },
+        ],
+        buffer_memory_type_bits: 0b101,
+    }
+}
+
+#[test]
+fn noncoherent_memory_needs_flush_and_invalidate() {
+    let options = ContextOptions {
+        simulate_memory: Some(noncoherent_only()),
+        ..Default::default()
+    };
+    let Some(ctx) = context(options.clone()) else {
+        return;
+    };
+    // Odd sizes: flush and invalidate ranges must be atom-aligned and clamped.
+    for (i, extent) in [1i64, 63, 64, 1000, 4097].into_iter().enumerate() {
+        assert_eq!(
+            round_trip(&ctx, "nc", &[extent], i as i64),
+            0,
+            "extent {extent}"
+        );
+    }
+    let placements = ctx.stats().placements();
+    assert!(placements
+        .iter()
+        .filter(|p| p.role != vkcopy::Role::Device)
+        .all(|p| p.memory_type == 2));
+    assert_clean(&ctx);
+
+    // Without them, the data is stale.
+    let buggy = ContextOptions {
+        emulate: Emulate {
+            no_flush_invalidate: true,
+            ..Default::default()
+        },
+        ..options
+    };
+    let ctx = context(buggy).expect("the device was there a moment ago");
+    // Staging regions are reused, so a stale cache could hold exactly the data
+    // staged last; stage another buffer in between.
+    let mut a = Buffer::new("a", ElemType::I32, &[1000]).unwrap();
+    let mut b = Buffer::new("b", ElemType::I32, &[1000]).unwrap();
+    a.fill(|c| c[0]).unwrap();
+    b.fill(|c| -c[0]).unwrap();
+    ctx.copy_to_device(&mut a).unwrap();
+    ctx.copy_to_device(&mut b).unwrap();
+    a.device_dirty = true;
+    ctx.copy_to_host(&mut a).unwrap();
+    assert_ne!(a.compare(|c| c[0], 1).unwrap().mismatches, 0);
+}
