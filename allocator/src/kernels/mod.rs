@@ -39,9 +39,8 @@ pub(crate) mod wgsl;
 
 use ash::vk;
 
-use crate::buffer::{Buffer, Dim, ElemType, HostView};
+use crate::buffer::{Buffer, Dim, ElemType};
 use crate::context::Context;
-use crate::device::DeviceView;
 use crate::error::{Error, Result, VkContext};
 use crate::expr::Expr;
 use crate::memory::stats::Stats;
