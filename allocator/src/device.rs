@@ -100,6 +100,13 @@ impl DeviceView {
 }
 
 impl Context {
+    /// A region of `size` bytes placed for `role` by the context's policy: device
+    /// memory for `Role::Device`, staging for `Upload` / `Readback`. It goes back to
+    /// the pool when the last `Arc` drops. Buffers get theirs through `device_malloc`.
+    pub fn allocate(&self, role: Role, size: u64) -> Result<Arc<Region>> {
+        self.allocate_region(role, size)
+    }
+
     pub(crate) fn allocate_region(&self, role: Role, size: u64) -> Result<Arc<Region>> {
         let s = &self.shared;
         let alloc = s.allocator.allocate(&s.device, &s.stats, role, size)?;
