@@ -232,6 +232,8 @@ pub struct DeviceSummary {
 pub(crate) struct Shared {
     pub(crate) entry: ash::Entry,
     pub(crate) instance: ash::Instance,
+    /// The physical device `device` was created from.
+    physical: vk::PhysicalDevice,
     pub(crate) debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Owned here and handed to the messenger as its user data; outlives it.
     messages: Box<Mutex<Vec<String>>>,
@@ -640,6 +642,7 @@ impl Context {
             shared: Arc::new(Shared {
                 entry,
                 instance,
+                physical,
                 debug,
                 messages,
                 device,
@@ -781,6 +784,19 @@ impl Context {
     #[doc(hidden)]
     pub fn raw_device(&self) -> &ash::Device {
         &self.shared.device
+    }
+
+    /// The `ash` instance the device was created from, for benchmarks and tests that
+    /// drive another allocator on the same device. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn raw_instance(&self) -> &ash::Instance {
+        &self.shared.instance
+    }
+
+    /// The physical device behind [`Context::raw_device`]. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn raw_physical_device(&self) -> vk::PhysicalDevice {
+        self.shared.physical
     }
 
     /// Whether both contexts are the same device connection.

@@ -160,6 +160,8 @@ pub enum Step {
         error: String,
         step: Box<Spanned<Step>>,
     },
+    /// Times a copy (see [`MeasureSpec`]).
+    Measure(MeasureSpec),
     /// Runs a compute kernel on the device (see [`KernelSpec`]).
     Kernel(KernelSpec),
     /// Simulation only: takes all of simulated heap `heap` but `leave` bytes.
@@ -213,6 +215,7 @@ impl Step {
             Step::ExpectMemory { .. } => "expect_memory",
             Step::ExpectCounters(_) => "expect_counters",
             Step::Kernel(_) => "kernel",
+            Step::Measure(_) => "measure",
             Step::FillHeap { .. } => "fill_heap",
             Step::ReleaseUnused => "release_unused",
             Step::DeviceRelease => "device_release",
@@ -269,4 +272,31 @@ pub struct KernelSpec {
     pub input: Option<String>,
     #[serde(default)]
     pub dim: Option<usize>,
+}
+
+/// A timed copy: `copy_to_host: g`, `copy_to_device: g`, or a device-to-device
+/// `buffer_copy` from `from` to `to`, repeated; the best time counts. Thresholds
+/// apply to the named device types only (`cpu`, `integrated_gpu`, `discrete_gpu`,
+/// `virtual_gpu`, `other`, `gpu`, `any`), so the case runs everywhere and is held to
+/// a speed only where one is expected.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    #[serde(default)]
+    pub copy_to_host: Option<String>,
+    #[serde(default)]
+    pub copy_to_device: Option<String>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Runs; the fastest counts. Default 3.
+    #[serde(default)]
+    pub repeat: Option<u32>,
+    /// Lowest acceptable GB/s (1e9 bytes/s) by device type.
+    #[serde(default)]
+    pub min_gbps: BTreeMap<String, f64>,
+    /// Highest acceptable microseconds per copy by device type.
+    #[serde(default)]
+    pub max_us: BTreeMap<String, f64>,
 }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use vkcopy::memory::stats::Placement;
 use vkcopy::{Buffer, Context, ContextOptions};
 
-use crate::plan::{CasePlan, Op, OpKind, PlanKind, RuntimePlan, SelectionPlan};
+use crate::plan::{CasePlan, Measure, MeasureOp, Op, OpKind, PlanKind, RuntimePlan, SelectionPlan};
+use vkcopy::Role;
 
 /// The verdict of one case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -28,6 +29,23 @@ pub struct Outcome {
     pub seconds: f64,
     /// Where the case's allocations landed.
     pub placements: Vec<PlacementRecord>,
+    /// Timed copies.
+    pub measurements: Vec<Measurement>,
+}
+
+/// One `measure` step's result.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Measurement {
+    /// `copy_to_host g`, `copy_to_device g`, `device_to_device a -> b`.
+    pub what: String,
+    pub bytes: u64,
+    pub repeat: u32,
+    /// Fastest run, host clock, seconds.
+    pub best_seconds: f64,
+    /// bytes / best_seconds / 1e9.
+    pub gbps: f64,
+    /// Memory types of the staging used, if any (`readback` / `upload` roles).
+    pub staging_type: Option<u32>,
 }
 
 /// A placement as it goes into reports.
@@ -55,12 +73,18 @@ impl From<&Placement> for PlacementRecord {
 }
 
 impl Outcome {
+    /// A failure before the case could run (it does not load, or there is no device).
+    pub fn failed(message: String) -> Self {
+        Outcome::new(Status::Fail, message, Duration::ZERO)
+    }
+
     fn new(status: Status, message: String, took: Duration) -> Self {
         Outcome {
             status,
             message,
             seconds: took.as_secs_f64(),
             placements: Vec::new(),
+            measurements: Vec::new(),
         }
     }
 }
@@ -95,7 +119,8 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             if let Some(why) = plan.unmet(ctx.info().device_type) {
                 return Outcome::new(Status::Skip, why, start.elapsed());
             }
-            let result = run_steps(&ctx, r);
+            let mut measured = Vec::new();
+            let result = run_steps(&ctx, r, &mut measured);
             let mut problems = Vec::new();
             let mut skip = None;
             match result {
@@ -129,6 +154,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
                 Outcome::new(Status::Fail, problems.join("\n"), start.elapsed())
             };
             out.placements = placements;
+            out.measurements = measured;
             out
         }
     }
@@ -223,7 +249,11 @@ impl Slots {
 
 /// Runs the steps; on the first that fails, says whether the case failed or is
 /// skipped (the device lacks a feature), and why.
-fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), (Status, String)> {
+fn run_steps(
+    ctx: &Context,
+    plan: &RuntimePlan,
+    measured: &mut Vec<Measurement>,
+) -> Result<(), (Status, String)> {
     let mut bufs = Slots {
         names: plan.slots.clone(),
         bufs: (0..plan.slots.len()).map(|_| None).collect(),
@@ -235,7 +265,7 @@ fn run_steps(ctx: &Context, plan: &RuntimePlan) -> Result<(), (Status, String)> 
         );
     }
     for op in &plan.ops {
-        step(ctx, &mut bufs, op).map_err(|e| {
+        step(ctx, &mut bufs, op, measured).map_err(|e| {
             let status = match e {
                 StepError::Unsupported(_) => Status::Skip,
                 _ => Status::Fail,
@@ -281,7 +311,12 @@ impl std::fmt::Display for StepError {
     }
 }
 
-fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
+fn step(
+    ctx: &Context,
+    bufs: &mut Slots,
+    op: &Op,
+    measured: &mut Vec<Measurement>,
+) -> Result<(), StepError> {
     let err = StepError::Runtime;
     match &op.kind {
         OpKind::FillHost { buffer, value } => {
@@ -485,6 +520,12 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             result
         }
         OpKind::FillHeap { heap, leave } => ctx.fill_heap(*heap, *leave).map(|_| ()).map_err(err),
+        OpKind::Measure(m) => {
+            let result = measure(ctx, bufs, m)?;
+            let verdict = judge(ctx, m, &result);
+            measured.push(result);
+            verdict
+        }
         OpKind::ReleaseUnused => {
             ctx.release_unused();
             Ok(())
@@ -497,7 +538,7 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             ctx.set_profiling(*on);
             Ok(())
         }
-        OpKind::ExpectError { error, op: inner } => match step(ctx, bufs, inner) {
+        OpKind::ExpectError { error, op: inner } => match step(ctx, bufs, inner, measured) {
             Ok(()) => Err(StepError::Check(format!(
                 "expect_error: the step succeeded; expected error {error}"
             ))),
@@ -552,4 +593,113 @@ fn step(ctx: &Context, bufs: &mut Slots, op: &Op) -> Result<(), StepError> {
             Ok(())
         }
     }
+}
+
+/// Runs a `measure` step's copy `repeat` times; the fastest run counts.
+fn measure(ctx: &Context, bufs: &mut Slots, m: &Measure) -> Result<Measurement, StepError> {
+    let err = StepError::Runtime;
+    let mut best = f64::INFINITY;
+    let (what, bytes, role) = match &m.op {
+        MeasureOp::CopyToHost(b) => {
+            let b = bufs.get(*b)?;
+            (
+                format!("copy_to_host {}", b.name()),
+                b.len() * b.elem().bytes() as u64,
+                Some(Role::Readback),
+            )
+        }
+        MeasureOp::CopyToDevice(b) => {
+            let b = bufs.get(*b)?;
+            (
+                format!("copy_to_device {}", b.name()),
+                b.len() * b.elem().bytes() as u64,
+                Some(Role::Upload),
+            )
+        }
+        MeasureOp::DeviceToDevice { from, to } => {
+            let (f, t) = (bufs.get(*from)?, bufs.get(*to)?);
+            (
+                format!("device_to_device {} -> {}", f.name(), t.name()),
+                f.len() * f.elem().bytes() as u64,
+                None,
+            )
+        }
+    };
+    for _ in 0..m.repeat {
+        let start;
+        match &m.op {
+            MeasureOp::CopyToHost(b) => {
+                let b = bufs.get_mut(*b)?;
+                b.host_dirty = false;
+                b.device_dirty = true;
+                start = Instant::now();
+                ctx.copy_to_host(b).map_err(err)?;
+            }
+            MeasureOp::CopyToDevice(b) => {
+                let b = bufs.get_mut(*b)?;
+                b.device_dirty = false;
+                b.host_dirty = true;
+                start = Instant::now();
+                ctx.copy_to_device(b).map_err(err)?;
+            }
+            MeasureOp::DeviceToDevice { from, to } => {
+                let (src, dst) = bufs.pair(*from, *to)?;
+                if src.host_dirty || src.device_view().is_none() {
+                    return Err(StepError::Check(format!(
+                        "measure: {} has no up-to-date device data; copy it to the device first",
+                        src.name()
+                    )));
+                }
+                start = Instant::now();
+                ctx.buffer_copy(src, dst, true).map_err(err)?;
+            }
+        }
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    let staging_type = role.and_then(|r| {
+        ctx.stats()
+            .placements()
+            .iter()
+            .rev()
+            .find(|p| p.role == r)
+            .map(|p| p.memory_type)
+    });
+    Ok(Measurement {
+        what,
+        bytes,
+        repeat: m.repeat,
+        best_seconds: best,
+        gbps: if best > 0.0 {
+            bytes as f64 / best / 1e9
+        } else {
+            0.0
+        },
+        staging_type,
+    })
+}
+
+/// Holds a measurement to the thresholds of the device's type.
+fn judge(ctx: &Context, m: &Measure, r: &Measurement) -> Result<(), StepError> {
+    let t = ctx.info().device_type;
+    for (req, min) in &m.min_gbps {
+        if req.accepts(t) && r.gbps < *min {
+            return Err(StepError::Check(format!(
+                "measure {}: {:.3} GB/s, below the {min} GB/s expected of a {} device",
+                r.what,
+                r.gbps,
+                req.name()
+            )));
+        }
+    }
+    for (req, max) in &m.max_us {
+        let us = r.best_seconds * 1e6;
+        if req.accepts(t) && us > *max {
+            return Err(StepError::Check(format!(
+                "measure {}: {us:.1} us, above the {max} us expected of a {} device",
+                r.what,
+                req.name()
+            )));
+        }
+    }
+    Ok(())
 }

@@ -218,21 +218,11 @@ fn run(
             }
         }
         let outcome = match plan::load(&root, &path) {
-            Err(e) => Outcome {
-                status: Status::Fail,
-                message: e.to_string(),
-                seconds: 0.0,
-                placements: Vec::new(),
-            },
-            Ok(p) if p.needs_device() && device_error.is_some() => Outcome {
-                status: Status::Fail,
-                message: format!(
-                    "needs a Vulkan device: {}",
-                    device_error.as_deref().unwrap_or("")
-                ),
-                seconds: 0.0,
-                placements: Vec::new(),
-            },
+            Err(e) => Outcome::failed(e.to_string()),
+            Ok(p) if p.needs_device() && device_error.is_some() => Outcome::failed(format!(
+                "needs a Vulkan device: {}",
+                device_error.as_deref().unwrap_or("")
+            )),
             Ok(p) => exec::run(&p, &options),
         };
         match outcome.status {

@@ -45,7 +45,7 @@ pub enum DeviceReq {
 }
 
 impl DeviceReq {
-    fn parse(s: &str) -> Option<Self> {
+    pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "any" => DeviceReq::Any,
             "gpu" => DeviceReq::Gpu,
@@ -179,6 +179,7 @@ pub enum OpKind {
         heap: u32,
         leave: u64,
     },
+    Measure(Measure),
     ReleaseUnused,
     DeviceRelease,
     ExpectMemory {
@@ -187,6 +188,23 @@ pub enum OpKind {
         flags: Option<Vec<String>>,
         fallbacks: Option<u32>,
     },
+}
+
+/// What a `measure` step times.
+#[derive(Clone, Debug)]
+pub enum MeasureOp {
+    CopyToHost(usize),
+    CopyToDevice(usize),
+    DeviceToDevice { from: usize, to: usize },
+}
+
+/// A checked `measure` step.
+#[derive(Clone, Debug)]
+pub struct Measure {
+    pub op: MeasureOp,
+    pub repeat: u32,
+    pub min_gbps: Vec<(DeviceReq, f64)>,
+    pub max_us: Vec<(DeviceReq, f64)>,
 }
 
 /// A case that runs on a device.
@@ -911,6 +929,47 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             leave: *leave,
         },
         Step::ReleaseUnused => OpKind::ReleaseUnused,
+        Step::Measure(m) => {
+            let op = match (&m.copy_to_host, &m.copy_to_device, &m.from, &m.to) {
+                (Some(b), None, None, None) => MeasureOp::CopyToHost(buf(syms, b)?),
+                (None, Some(b), None, None) => MeasureOp::CopyToDevice(buf(syms, b)?),
+                (None, None, Some(f), Some(t)) => {
+                    let (f, t) = (buf(syms, f)?, buf(syms, t)?);
+                    if f == t {
+                        return Err(cx.err(at, "measure: `from` and `to` are the same buffer"));
+                    }
+                    MeasureOp::DeviceToDevice { from: f, to: t }
+                }
+                _ => {
+                    return Err(cx.err(
+                        at,
+                        "measure: give one of `copy_to_host: B`, `copy_to_device: B`, or `from: A, to: B`",
+                    ))
+                }
+            };
+            let limits = |field: &str, m: &std::collections::BTreeMap<String, f64>| {
+                m.iter()
+                    .map(|(k, v)| {
+                        DeviceReq::parse(k).map(|r| (r, *v)).ok_or_else(|| {
+                            cx.err(
+                                at,
+                                format!("measure: field {field}: unknown device type '{k}'"),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            let repeat = m.repeat.unwrap_or(3);
+            if repeat == 0 {
+                return Err(cx.err(at, "measure: field repeat: at least 1"));
+            }
+            OpKind::Measure(Measure {
+                op,
+                repeat,
+                min_gbps: limits("min_gbps", &m.min_gbps)?,
+                max_us: limits("max_us", &m.max_us)?,
+            })
+        }
         Step::DeviceRelease => OpKind::DeviceRelease,
         Step::Kernel(k) => {
             let named = [("fill", &k.fill), ("add", &k.add), ("sum", &k.sum)];
