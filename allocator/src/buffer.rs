@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::device::DeviceView;
 use crate::error::{Error, Result};
+use crate::host::HostBytes;
 
 /// Most dimensions a buffer may have (Halide's `MAX_COPY_DIMS`).
 pub const MAX_DIMS: usize = 16;
@@ -183,7 +184,7 @@ pub struct Dim {
 }
 
 /// Host memory shared by a buffer and the views made from it.
-pub type HostMemory = Arc<RwLock<Vec<u8>>>;
+pub type HostMemory = Arc<RwLock<HostBytes>>;
 
 /// A buffer's host side: shared memory and the byte offset of the element at the mins.
 #[derive(Clone, Debug)]
@@ -279,7 +280,7 @@ impl Buffer {
             .filter(|&b| b <= isize::MAX as u64)
             .ok_or_else(|| Error::BadDimensions(format!("{name}: size overflows")))?;
         let host = host.then(|| HostView {
-            memory: Arc::new(RwLock::new(vec![0u8; bytes as usize])),
+            memory: Arc::new(RwLock::new(HostBytes::zeroed(bytes as usize))),
             offset: 0,
         });
         Ok(Buffer {

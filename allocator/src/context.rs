@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
+use crate::import::HostImport;
 use crate::memory::allocator::{Allocator, DeviceLimits};
 use crate::memory::config::AllocConfig;
 use crate::memory::policy::Policy;
@@ -75,7 +76,7 @@ pub enum DeviceSelector {
 }
 
 /// How to create a [`Context`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ContextOptions {
     pub device: DeviceSelector,
     /// Enables `VK_LAYER_KHRONOS_validation` with synchronization validation.
@@ -85,6 +86,9 @@ pub struct ContextOptions {
     pub policy: Policy,
     /// Present this recorded memory table to the allocator instead of the device's.
     pub simulate_memory: Option<MemoryTable>,
+    /// Copy large buffers straight to and from the user's host memory when the
+    /// device has `VK_EXT_external_memory_host` (`VKCOPY_IMPORT_HOST=0` turns it off).
+    pub import_host: bool,
     /// Block sizes and pool limits; None reads `VKCOPY_ALLOC_CONFIG` (or the defaults).
     pub alloc_config: Option<AllocConfig>,
     /// Reintroduces known Halide runtime bugs, so that tests can prove the suite
@@ -135,6 +139,22 @@ impl Emulate {
     }
 }
 
+impl Default for ContextOptions {
+    /// The default device, no validation, the vkcopy policy, the device's own memory
+    /// table, host import on, `VKCOPY_ALLOC_CONFIG` or default blocks, no emulated bugs.
+    fn default() -> Self {
+        ContextOptions {
+            device: DeviceSelector::Default,
+            validation: false,
+            policy: Policy::default(),
+            simulate_memory: None,
+            import_host: true,
+            alloc_config: None,
+            emulate: Emulate::default(),
+        }
+    }
+}
+
 impl ContextOptions {
     /// Reads `VKCOPY_DEVICE` (index or name substring), `VKCOPY_DEVICE_TYPE`,
     /// `VKCOPY_VALIDATION` (1/0) and `VKCOPY_POLICY`.
@@ -164,6 +184,19 @@ impl ContextOptions {
                 _ => {
                     return Err(Error::BadSetting {
                         name: "VKCOPY_VALIDATION",
+                        value: v,
+                        reason: "expected 1 or 0".into(),
+                    })
+                }
+            };
+        }
+        if let Ok(v) = std::env::var("VKCOPY_IMPORT_HOST") {
+            options.import_host = match v.trim() {
+                "0" | "false" | "no" | "off" => false,
+                "" | "1" | "true" | "yes" | "on" => true,
+                _ => {
+                    return Err(Error::BadSetting {
+                        name: "VKCOPY_IMPORT_HOST",
                         value: v,
                         reason: "expected 1 or 0".into(),
                     })
@@ -245,6 +278,7 @@ pub(crate) struct Shared {
     pub(crate) emulate: Emulate,
     pub(crate) stats: Stats,
     pub(crate) profile: Profile,
+    pub(crate) host_import: Option<HostImport>,
     pub(crate) allocator: Allocator,
     pub(crate) submitter: Submitter,
     /// Compiled compute kernels; destroyed before the device.
@@ -560,14 +594,46 @@ impl Context {
             enabled.shader_float64 = vk::TRUE;
             features.push("shaderFloat64");
         }
+        // VK_EXT_external_memory_host lets copies use the user's host memory directly.
+        // SAFETY: `physical` was enumerated from this instance.
+        let device_exts = unsafe { instance_ref.enumerate_device_extension_properties(physical) }
+            .vk("vkEnumerateDeviceExtensionProperties")?;
+        let has_ext = |name: &CStr| {
+            device_exts
+                .iter()
+                .any(|e| c_name(&e.extension_name).as_bytes() == name.to_bytes())
+        };
+        let import_host = options.import_host && has_ext(ash::ext::external_memory_host::NAME);
+        let mut import_alignment = 0u64;
+        if import_host {
+            let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host_props);
+            // SAFETY: the extension is supported; valid pNext chain.
+            unsafe { instance_ref.get_physical_device_properties2(physical, &mut props2) };
+            import_alignment = host_props.min_imported_host_pointer_alignment;
+            features.push("VK_EXT_external_memory_host");
+        }
+        let device_ext_names: Vec<*const std::ffi::c_char> = if import_host {
+            vec![ash::ext::external_memory_host::NAME.as_ptr()]
+        } else {
+            Vec::new()
+        };
         let device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
+            .enabled_extension_names(&device_ext_names)
             .enabled_features(&enabled);
         // SAFETY: valid create info referring to locals; destroyed in Shared::drop.
         let device = unsafe { instance_ref.create_device(physical, &device_info, None) }
             .vk("vkCreateDevice")?;
         // SAFETY: family and index exist: one queue was requested from `queue_family`.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        let host_import =
+            (import_host && import_alignment > 0 && import_alignment <= 65536).then(|| {
+                HostImport {
+                    fns: ash::ext::external_memory_host::Device::new(instance_ref, &device),
+                    alignment: import_alignment,
+                }
+            });
 
         let device_memory = device_memory_table(instance_ref, physical, &props);
         let info = DeviceInfo {
@@ -652,6 +718,7 @@ impl Context {
                 emulate: options.emulate,
                 stats,
                 profile: Profile::default(),
+                host_import,
                 allocator,
                 submitter,
                 kernels: crate::kernels::KernelCache::default(),

@@ -12,6 +12,8 @@ pub mod copy;
 pub mod device;
 pub mod error;
 pub mod expr;
+pub mod host;
+mod import;
 pub mod kernels;
 pub mod memory;
 pub mod profile;

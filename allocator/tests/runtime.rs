@@ -181,3 +181,53 @@ fn noncoherent_memory_needs_flush_and_invalidate() {
     ctx.copy_to_host(&mut a).unwrap();
     assert_ne!(a.compare(|c| c[0], 1).unwrap().mismatches, 0);
 }
+
+#[test]
+fn large_copies_use_the_users_host_memory_when_the_device_can_import_it() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    if !ctx.info().features.contains(&"VK_EXT_external_memory_host") {
+        eprintln!("skipping: no VK_EXT_external_memory_host");
+        return;
+    }
+    // 4 MiB with a strided, offset view: the GPU writes only the view's elements.
+    let mut full = Buffer::new("full", ElemType::I32, &[1024, 1024]).unwrap();
+    full.fill(|c| c[0] + 1024 * c[1]).unwrap();
+    ctx.copy_to_device(&mut full).unwrap();
+    let mut back = Buffer::new("back", ElemType::I32, &[1024, 1024]).unwrap();
+    back.fill(|_| -1).unwrap();
+    back.host_dirty = false;
+    ctx.buffer_copy(&full, &mut back, false).unwrap();
+    // full's host is valid, so that was a host copy; now from the device only.
+    let dev = full.without_host("dev");
+    ctx.buffer_copy(&dev, &mut back, false).unwrap();
+    assert_eq!(
+        back.compare(|c| c[0] + 1024 * c[1], 1).unwrap().mismatches,
+        0
+    );
+    let imported: Vec<_> = ctx
+        .stats()
+        .placements()
+        .into_iter()
+        .filter(|p| p.imported)
+        .collect();
+    assert_eq!(
+        imported.len(),
+        2,
+        "the upload and the readback import: {imported:?}"
+    );
+    assert_eq!(imported[1].role, vkcopy::Role::Readback);
+    drop((full, back, dev));
+    assert_clean(&ctx);
+
+    // Turned off, the same copy stages.
+    let ctx = context(ContextOptions {
+        import_host: false,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(!ctx.info().features.contains(&"VK_EXT_external_memory_host"));
+    assert_eq!(round_trip(&ctx, "staged", &[1024, 1024], 3), 0);
+    assert!(ctx.stats().placements().iter().all(|p| !p.imported));
+}

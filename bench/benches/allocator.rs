@@ -17,7 +17,9 @@
 //! timed 5 times, interleaving the three columns; the best run counts.
 //!
 //! Environment: `VKCOPY_BENCH_SCALE` multiplies the operation counts (default 1;
-//! `0.1` for a quick look). `VKCOPY_DEVICE` etc. pick the device as everywhere in
+//! `0.1` for a quick look). `VKCOPY_BENCH_FILTER` runs only the rows whose
+//! "size pattern" label contains it (`"1 KiB single"`, `"mixed"`, `"batch"`).
+//! `VKCOPY_DEVICE` etc. pick the device as everywhere in
 //! vkcopy; the validation layer is never enabled here (it would dominate the timing).
 
 use std::collections::HashMap;
@@ -293,6 +295,9 @@ fn main() {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| *s > 0.0)
         .unwrap_or(1.0);
+    let filter = std::env::var("VKCOPY_BENCH_FILTER")
+        .ok()
+        .filter(|f| !f.is_empty());
     // Plain options (VKCOPY_DEVICE is honoured), never validation.
     let mut options = ContextOptions::from_env().unwrap_or_default();
     options.validation = false;
@@ -340,6 +345,10 @@ fn main() {
     let mut slower = Vec::new();
     for class in classes {
         for pattern in [Pattern::Single, Pattern::Batch] {
+            let row = format!("{} {}", class.label(), pattern.label());
+            if !filter.as_ref().is_none_or(|f| row.contains(f.as_str())) {
+                continue;
+            }
             let ops = pattern.ops(scale);
             let seq = requirements(&device, &class.sequence(ops));
             // A fresh start for each row: vkcopy's free blocks (and the buffers kept
@@ -377,7 +386,7 @@ fn main() {
                 gab_ns / vk_ns
             );
             if gab_ns < vk_ns {
-                slower.push(format!("{} {}", class.label(), pattern.label()));
+                slower.push(row);
             }
         }
     }

@@ -15,6 +15,7 @@ use crate::buffer::{Buffer, Dim, HostView};
 use crate::context::Context;
 use crate::device::DeviceView;
 use crate::error::{Error, Result};
+use crate::import::IMPORT_MIN_BYTES;
 use crate::memory::allocator::Allocation;
 use crate::memory::policy::Role;
 use crate::profile::Direction;
@@ -213,6 +214,23 @@ impl Context {
         let start = std::time::Instant::now();
         let dst_off = dst.0.byte_offset(elem_bytes);
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
+        if plan.bytes() >= IMPORT_MIN_BYTES {
+            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            if let Some(imp) = self.import_host(&mem, Role::Upload) {
+                let gpu = self.submit(|cmd| {
+                    self.record_copy(
+                        cmd,
+                        &plan,
+                        (imp.buffer, src.0.offset as u64),
+                        (dst.0.region.alloc.buffer, dst_off),
+                    );
+                })?;
+                drop(imp);
+                self.record(Direction::ToDevice, plan.bytes(), start, gpu);
+                return Ok(());
+            }
+        }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Upload, size)?;
         {
@@ -254,6 +272,23 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+        if plan.bytes() >= IMPORT_MIN_BYTES {
+            if let Some(imp) = self.import_host(&mem, Role::Readback) {
+                // The GPU writes the user's memory; the submission ends with a barrier
+                // to HOST_READ and the memory is coherent.
+                let gpu = self.submit(|cmd| {
+                    self.record_copy(
+                        cmd,
+                        &plan,
+                        (src.0.region.alloc.buffer, src_off),
+                        (imp.buffer, dst.0.offset as u64),
+                    );
+                })?;
+                drop(imp);
+                self.record(Direction::ToHost, plan.bytes(), start, gpu);
+                return Ok(());
+            }
+        }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Readback, size)?;
         let gpu = self.submit(|cmd| {

@@ -232,6 +232,11 @@ impl Allocator {
         &self.config
     }
 
+    /// Whether the table is a simulated one.
+    pub(crate) fn is_simulated(&self) -> bool {
+        self.simulated()
+    }
+
     fn simulated(&self) -> bool {
         self.backing.is_some()
     }
@@ -453,6 +458,7 @@ impl Allocator {
                         heap,
                         size,
                         fallbacks,
+                        imported: false,
                     });
                     return Ok(Allocation {
                         buffer,

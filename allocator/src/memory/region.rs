@@ -22,7 +22,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Handle of a reservation. Stale handles (region released and reserved again,
@@ -147,6 +147,12 @@ pub struct RegionAllocator<T> {
     vacant: Vec<u32>,
     /// Offset of each region to its slot; the regions tile `0..size`.
     by_offset: BTreeMap<u64, u32>,
+    /// The free regions of `by_offset` (use count 0), by offset: what first fit and
+    /// the run search walk, so that regions in use cost nothing to skip.
+    free: BTreeMap<u64, u32>,
+    /// (size, offset) of the free regions that keep a payload: the exact-reuse
+    /// search is a range lookup instead of a walk over every region.
+    kept: BTreeSet<(u64, u64)>,
 }
 
 /// `x` rounded up to a multiple of `m` (any `m`; 0 = no rounding); `None` on overflow.
@@ -190,6 +196,8 @@ impl<T> RegionAllocator<T> {
             slots: Vec::new(),
             vacant: Vec::new(),
             by_offset: BTreeMap::new(),
+            free: BTreeMap::new(),
+            kept: BTreeSet::new(),
         };
         a.insert_whole_block();
         a
@@ -268,50 +276,49 @@ impl<T> RegionAllocator<T> {
         if want > self.size - self.reserved {
             return None;
         }
-        let order: Vec<u32> = self.by_offset.values().copied().collect();
-
-        let exact = order.iter().copied().find(|&s| {
-            let r = self.region(s);
-            r.is_free() && r.payload.is_some() && r.offset.is_multiple_of(align) && r.size == want
-        });
-        if let Some(s) = exact {
-            let at = self.region(s).offset;
+        // Each pass walks an index rather than every region: `kept` (free regions
+        // with a payload, by size then offset) for 1, `free` (by offset) for 2 and 3.
+        // They visit the same candidates in the same offset order as a walk would.
+        let exact = self
+            .kept
+            .range((want, 0)..=(want, u64::MAX))
+            .map(|&(_, offset)| offset)
+            .find(|offset| offset.is_multiple_of(align));
+        if let Some(at) = exact {
+            let s = self.by_offset[&at];
             return Some(self.carve(s, at, want, Vec::new()));
         }
 
-        for &s in &order {
+        let first = self.free.values().find_map(|&s| {
             let r = self.region(s);
-            if r.is_free() {
-                if let Some(at) = fit(r.offset, r.end(), align, want) {
-                    return Some(self.carve(s, at, want, Vec::new()));
-                }
-            }
+            fit(r.offset, r.end(), align, want).map(|at| (s, at))
+        });
+        if let Some((s, at)) = first {
+            return Some(self.carve(s, at, want, Vec::new()));
         }
 
-        // Runs of free regions. If a run starting at i does not fit, no run starting
-        // later in it does (same end, later start), so skip past it.
-        let mut i = 0;
-        while i < order.len() {
-            if !self.region(order[i]).is_free() {
-                i += 1;
-                continue;
+        // Runs of free regions (free regions whose offsets follow each other's ends).
+        // If a run does not fit from its start, no later start in it does (same end),
+        // so each run is tried once.
+        let mut run: Vec<u32> = Vec::new();
+        let (mut start, mut end) = (0, 0);
+        let mut found = None;
+        for &s in self.free.values() {
+            let r = self.region(s);
+            if run.is_empty() || r.offset != end {
+                run.clear();
+                start = r.offset;
             }
-            let start = self.region(order[i]).offset;
-            let mut j = i;
-            loop {
-                if let Some(at) = fit(start, self.region(order[j]).end(), align, want) {
-                    let evicted = self.merge(&order[i..=j]);
-                    return Some(self.carve(order[i], at, want, evicted));
-                }
-                if j + 1 < order.len() && self.region(order[j + 1]).is_free() {
-                    j += 1;
-                } else {
-                    break;
-                }
+            run.push(s);
+            end = r.end();
+            if let Some(at) = fit(start, end, align, want) {
+                found = Some(at);
+                break;
             }
-            i = j + 1;
         }
-        None
+        let at = found?;
+        let evicted = self.merge(&run);
+        Some(self.carve(run[0], at, want, evicted))
     }
 
     /// Attaches the payload (the `VkBuffer` the caller created) to a reserved region.
@@ -348,9 +355,13 @@ impl<T> RegionAllocator<T> {
     pub fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count -= 1;
-        let (count, size) = (r.use_count, r.size);
+        let (count, offset, size, kept) = (r.use_count, r.offset, r.size, r.payload.is_some());
         if count == 0 {
             self.reserved -= size;
+            self.free.insert(offset, id.slot);
+            if kept {
+                self.kept.insert((size, offset));
+            }
         }
         Ok(count)
     }
@@ -361,7 +372,11 @@ impl<T> RegionAllocator<T> {
     pub fn reclaim(&mut self, id: RegionId) -> Result<(u32, Option<T>), RegionError> {
         let count = self.release(id)?;
         let payload = if count == 0 {
-            self.get_mut(id)?.payload.take()
+            let r = self.get_mut(id)?;
+            let (offset, size) = (r.offset, r.size);
+            let payload = r.payload.take();
+            self.kept.remove(&(size, offset));
+            payload
         } else {
             None
         };
@@ -404,6 +419,8 @@ impl<T> RegionAllocator<T> {
         }
         self.vacant = (0..self.slots.len() as u32).rev().collect();
         self.by_offset.clear();
+        self.free.clear();
+        self.kept.clear();
         self.reserved = 0;
         self.insert_whole_block();
         out
@@ -435,7 +452,9 @@ impl<T> RegionAllocator<T> {
             .expect("slots in by_offset hold a region")
     }
 
+    /// Adds a free region without payload (the only kind ever inserted).
     fn insert(&mut self, region: Region<T>) -> u32 {
+        debug_assert!(region.is_free() && region.payload.is_none());
         let offset = region.offset;
         let slot = match self.vacant.pop() {
             Some(s) => {
@@ -451,6 +470,7 @@ impl<T> RegionAllocator<T> {
             }
         };
         self.by_offset.insert(offset, slot);
+        self.free.insert(offset, slot);
         slot
     }
 
@@ -460,6 +480,10 @@ impl<T> RegionAllocator<T> {
         s.generation += 1;
         self.vacant.push(slot);
         self.by_offset.remove(&region.offset);
+        self.free.remove(&region.offset);
+        if region.payload.is_some() {
+            self.kept.remove(&(region.size, region.offset));
+        }
         region
     }
 
@@ -473,8 +497,13 @@ impl<T> RegionAllocator<T> {
             evicted.extend(r.payload);
         }
         let first = self.region_mut(run[0]);
-        first.size = end - first.offset;
-        evicted.extend(first.payload.take());
+        let (offset, size) = (first.offset, first.size);
+        first.size = end - offset;
+        let payload = first.payload.take();
+        if payload.is_some() {
+            self.kept.remove(&(size, offset));
+        }
+        evicted.extend(payload);
         // Handles of the first region's last reservation name a region that is gone.
         self.slots[run[0] as usize].generation += 1;
         evicted
@@ -488,6 +517,7 @@ impl<T> RegionAllocator<T> {
     {
         let r = self.region_mut(slot);
         let (offset, end) = (r.offset, r.end());
+        let had_payload = r.payload.is_some();
         let exact = at == offset && at + want == end;
         let cached = if exact {
             r.payload.clone()
@@ -498,6 +528,10 @@ impl<T> RegionAllocator<T> {
         r.offset = at;
         r.size = want;
         r.use_count = 1;
+        self.free.remove(&offset);
+        if had_payload {
+            self.kept.remove(&(end - offset, offset));
+        }
         if at > offset {
             self.by_offset.remove(&offset);
             self.by_offset.insert(at, slot);
@@ -559,6 +593,25 @@ impl<T> RegionAllocator<T> {
         Ok(r)
     }
 
+    /// Panics unless `free` and `kept` list exactly the free regions (with a payload).
+    #[cfg(test)]
+    fn check_indexes(&self) {
+        let free: BTreeMap<u64, u32> = self
+            .by_offset
+            .iter()
+            .filter(|(_, &s)| self.region(s).is_free())
+            .map(|(&o, &s)| (o, s))
+            .collect();
+        assert_eq!(self.free, free, "free index");
+        let kept: BTreeSet<(u64, u64)> = free
+            .values()
+            .map(|&s| self.region(s))
+            .filter(|r| r.payload.is_some())
+            .map(|r| (r.size, r.offset))
+            .collect();
+        assert_eq!(self.kept, kept, "kept index");
+    }
+
     fn in_use_mut(&mut self, id: RegionId) -> Result<&mut Region<T>, RegionError> {
         let r = self.get_mut(id)?;
         if r.is_free() {
@@ -577,6 +630,7 @@ mod tests {
     use super::*;
 
     fn layout<T>(a: &RegionAllocator<T>) -> Vec<(u64, u64, u32)> {
+        a.check_indexes();
         a.regions()
             .map(|r| (r.offset, r.size, r.use_count))
             .collect()
@@ -944,6 +998,7 @@ mod tests {
         type Tokens = HashMap<u64, (u64, u64)>;
 
         fn check(a: &RegionAllocator<u64>, live: &[Live], tokens: &Tokens) {
+            a.check_indexes();
             let regions: Vec<RegionInfo> = a.regions().collect();
             let mut at = 0;
             for r in &regions {

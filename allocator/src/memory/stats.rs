@@ -59,6 +59,9 @@ pub struct Placement {
     pub size: u64,
     /// Candidates that failed to allocate before this one ("heap full" fallbacks).
     pub fallbacks: u32,
+    /// The user's host memory imported for a copy (`VK_EXT_external_memory_host`)
+    /// rather than a staging buffer.
+    pub imported: bool,
 }
 
 /// Counters of everything the runtime creates. All counts; bytes where named.

@@ -1,0 +1,95 @@
+//! Host memory of buffers: zeroed, aligned to 4096 bytes and padded to a multiple
+//! of 4096, so that a device can import it (`VK_EXT_external_memory_host`
+//! requires `minImportedHostPointerAlignment`, 4096 on the devices we know).
+
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// Alignment and padding of host memory, in bytes.
+pub const HOST_ALIGNMENT: usize = 4096;
+
+/// Page-aligned, zero-initialised bytes.
+pub struct HostBytes {
+    ptr: NonNull<u8>,
+    len: usize,
+    /// Bytes allocated: `len` rounded up to [`HOST_ALIGNMENT`], at least one page.
+    capacity: usize,
+}
+
+// SAFETY: HostBytes owns its allocation like a Vec<u8>.
+unsafe impl Send for HostBytes {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for HostBytes {}
+
+impl HostBytes {
+    /// `len` zero bytes. Panics only if the allocator cannot provide them, as `vec!` does.
+    pub fn zeroed(len: usize) -> Self {
+        let capacity = len.max(1).next_multiple_of(HOST_ALIGNMENT);
+        let layout =
+            Layout::from_size_align(capacity, HOST_ALIGNMENT).expect("size checked by the caller");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        HostBytes { ptr, len, capacity }
+    }
+
+    /// Bytes allocated, a multiple of [`HOST_ALIGNMENT`]; the bytes past `len` are zeros.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Start of the allocation.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Deref for HostBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len <= capacity` bytes are allocated and initialised.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for HostBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we have exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HostBytes {
+    fn drop(&mut self) {
+        let layout =
+            Layout::from_size_align(self.capacity, HOST_ALIGNMENT).expect("made in zeroed");
+        // SAFETY: allocated in `zeroed` with this layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+    }
+}
+
+impl std::fmt::Debug for HostBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostBytes({} bytes)", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_padded_and_zeroed() {
+        for len in [0, 1, 4095, 4096, 4097, 100_000] {
+            let b = HostBytes::zeroed(len);
+            assert_eq!(b.len(), len);
+            assert_eq!(b.as_ptr() as usize % HOST_ALIGNMENT, 0);
+            assert_eq!(b.capacity() % HOST_ALIGNMENT, 0);
+            assert!(b.capacity() >= len.max(1));
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+}
