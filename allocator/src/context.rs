@@ -263,7 +263,7 @@ pub struct DeviceSummary {
 }
 
 pub(crate) struct Shared {
-    pub(crate) entry: ash::Entry,
+    pub(crate) entry: &'static ash::Entry,
     pub(crate) instance: ash::Instance,
     /// The physical device `device` was created from.
     physical: vk::PhysicalDevice,
@@ -285,6 +285,9 @@ pub(crate) struct Shared {
     pub(crate) kernels: crate::kernels::KernelCache,
 }
 
+/// Contexts whose device is still open, in this process.
+static LIVE_CONTEXTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A Vulkan context. Cheap to clone; safe to share between threads.
 #[derive(Clone)]
 pub struct Context {
@@ -300,10 +303,20 @@ impl std::fmt::Debug for Context {
     }
 }
 
-fn load_entry() -> Result<ash::Entry> {
-    // SAFETY: loading the system Vulkan loader runs its initialisers; ash keeps the
-    // library loaded for as long as the Entry lives.
-    unsafe { ash::Entry::load() }.map_err(|e| Error::LoaderMissing(e.to_string()))
+/// The Vulkan loader, loaded once per process and never unloaded. Loading and
+/// unloading it with every context makes the NVIDIA driver fail after a few dozen
+/// cycles ("Unable to find a Vulkan driver", seen on the lab H200: its libraries use
+/// static TLS, which dlopen/dlclose cycles exhaust), and unloading a driver while
+/// objects may still be destroyed is what Halide #8497 ran into.
+fn load_entry() -> Result<&'static ash::Entry> {
+    static ENTRY: std::sync::OnceLock<std::result::Result<ash::Entry, String>> =
+        std::sync::OnceLock::new();
+    ENTRY
+        // SAFETY: loading the system Vulkan loader runs its initialisers; the Entry
+        // lives in a static, so the library stays loaded for the process.
+        .get_or_init(|| unsafe { ash::Entry::load() }.map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::LoaderMissing(e.clone()))
 }
 
 fn c_name(raw: &[std::ffi::c_char]) -> String {
@@ -534,7 +547,7 @@ impl Context {
         };
         let instance_ref = partial.instance.as_ref().expect("just set");
         if has_debug_utils || options.validation {
-            let du = ash::ext::debug_utils::Instance::new(&entry, instance_ref);
+            let du = ash::ext::debug_utils::Instance::new(entry, instance_ref);
             // SAFETY: messenger_info's user data outlives the messenger (Shared owns both).
             let m = unsafe { du.create_debug_utils_messenger(&messenger_info(), None) }
                 .vk("vkCreateDebugUtilsMessengerEXT")?;
@@ -704,6 +717,7 @@ impl Context {
             }
         };
         let (instance, debug) = partial.take();
+        LIVE_CONTEXTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Context {
             shared: Arc::new(Shared {
                 entry,
@@ -724,6 +738,12 @@ impl Context {
                 kernels: crate::kernels::KernelCache::default(),
             }),
         })
+    }
+
+    /// Contexts of this process whose device is still open: each closes when its
+    /// last clone and the last device allocation made from it are dropped.
+    pub fn live_contexts() -> usize {
+        LIVE_CONTEXTS.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What was found about the device.
@@ -962,6 +982,7 @@ impl Drop for Shared {
             }
             self.instance.destroy_instance(None);
         }
+        LIVE_CONTEXTS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let _ = &self.entry;
     }
 }
