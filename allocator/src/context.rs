@@ -303,19 +303,35 @@ impl std::fmt::Debug for Context {
     }
 }
 
-/// The Vulkan loader, loaded once per process and never unloaded. Loading and
-/// unloading it with every context makes the NVIDIA driver fail after a few dozen
-/// cycles ("Unable to find a Vulkan driver", seen on the lab H200: its libraries use
-/// static TLS, which dlopen/dlclose cycles exhaust), and unloading a driver while
-/// objects may still be destroyed is what Halide #8497 ran into.
+/// The Vulkan loader, loaded once per process and never unloaded, with one
+/// instance kept open for the process. The loader unloads the drivers when its
+/// last instance is destroyed and loads them again with the next; after a few
+/// dozen such cycles the NVIDIA driver fails to load ("Unable to find a Vulkan
+/// driver", seen on the lab H200: a suite run makes one context per case). Halide
+/// #8497 is another face of drivers unloading under a runtime.
 fn load_entry() -> Result<&'static ash::Entry> {
-    static ENTRY: std::sync::OnceLock<std::result::Result<ash::Entry, String>> =
+    struct Loader {
+        entry: ash::Entry,
+        _keep_drivers_loaded: Option<ash::Instance>,
+    }
+    static LOADER: std::sync::OnceLock<std::result::Result<Loader, String>> =
         std::sync::OnceLock::new();
-    ENTRY
-        // SAFETY: loading the system Vulkan loader runs its initialisers; the Entry
-        // lives in a static, so the library stays loaded for the process.
-        .get_or_init(|| unsafe { ash::Entry::load() }.map_err(|e| e.to_string()))
+    LOADER
+        .get_or_init(|| {
+            // SAFETY: loading the system Vulkan loader runs its initialisers; the
+            // Entry lives in a static, so the library stays loaded for the process.
+            let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+            let info = vk::InstanceCreateInfo::default().application_info(&app);
+            // SAFETY: plain instance creation; kept for the process on purpose.
+            let keep = unsafe { entry.create_instance(&info, None) }.ok();
+            Ok(Loader {
+                entry,
+                _keep_drivers_loaded: keep,
+            })
+        })
         .as_ref()
+        .map(|l| &l.entry)
         .map_err(|e| Error::LoaderMissing(e.clone()))
 }
 
@@ -642,10 +658,10 @@ impl Context {
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let host_import =
             (import_host && import_alignment > 0 && import_alignment <= 65536).then(|| {
-                HostImport {
-                    fns: ash::ext::external_memory_host::Device::new(instance_ref, &device),
-                    alignment: import_alignment,
-                }
+                HostImport::new(
+                    ash::ext::external_memory_host::Device::new(instance_ref, &device),
+                    import_alignment,
+                )
             });
 
         let device_memory = device_memory_table(instance_ref, physical, &props);
@@ -971,6 +987,9 @@ impl Drop for Shared {
         unsafe {
             let _ = self.device.device_wait_idle();
             self.kernels.destroy(&self.device, &self.stats);
+            if let Some(imp) = &self.host_import {
+                imp.destroy(self);
+            }
             self.allocator.destroy(&self.device, &self.stats);
             self.submitter.destroy(&self.device);
             self.stats.command_pool_destroyed();

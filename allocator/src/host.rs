@@ -9,12 +9,18 @@ use std::ptr::NonNull;
 /// Alignment and padding of host memory, in bytes.
 pub const HOST_ALIGNMENT: usize = 4096;
 
+/// Runs when host memory is freed, before it is: frees a device's import of it.
+pub(crate) type DropHook = Box<dyn FnOnce() + Send + Sync>;
+
 /// Page-aligned, zero-initialised bytes.
 pub struct HostBytes {
     ptr: NonNull<u8>,
     len: usize,
     /// Bytes allocated: `len` rounded up to [`HOST_ALIGNMENT`], at least one page.
     capacity: usize,
+    /// Imports of this memory by devices, released before the memory is freed
+    /// (imported host memory must outlive the import).
+    hooks: std::sync::Mutex<Vec<DropHook>>,
 }
 
 // SAFETY: HostBytes owns its allocation like a Vec<u8>.
@@ -33,7 +39,12 @@ impl HostBytes {
         let Some(ptr) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
-        HostBytes { ptr, len, capacity }
+        HostBytes {
+            ptr,
+            len,
+            capacity,
+            hooks: std::sync::Mutex::new(Vec::new()),
+        }
     }
 
     /// Bytes allocated, a multiple of [`HOST_ALIGNMENT`]; the bytes past `len` are zeros.
@@ -44,6 +55,14 @@ impl HostBytes {
     /// Start of the allocation.
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
+    }
+
+    /// Adds something to run just before the memory is freed.
+    pub(crate) fn on_drop(&self, hook: DropHook) {
+        self.hooks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(hook);
     }
 }
 
@@ -64,6 +83,10 @@ impl DerefMut for HostBytes {
 
 impl Drop for HostBytes {
     fn drop(&mut self) {
+        let hooks = std::mem::take(self.hooks.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for hook in hooks {
+            hook();
+        }
         let layout =
             Layout::from_size_align(self.capacity, HOST_ALIGNMENT).expect("made in zeroed");
         // SAFETY: allocated in `zeroed` with this layout.

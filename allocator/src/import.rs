@@ -1,12 +1,17 @@
 //! Copies straight into (or out of) the user's host memory: the host allocation
 //! is imported as device-visible memory (`VK_EXT_external_memory_host`) and the
-//! GPU copies to it directly, with no staging buffer and no CPU copy. On the lab
-//! H200 that moves 51 GB/s device-to-host, against ~9 GB/s through host-cached
-//! staging (see `reports/README.md`).
+//! GPU copies to it directly, with no staging buffer and no CPU copy.
+//!
+//! Importing pins the pages, which costs about as much as the copy itself, so an
+//! import is kept until its host memory is freed (as `cudaHostRegister` would be)
+//! and later copies of the same buffer reuse it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
-use crate::context::Context;
+use crate::context::{Context, Shared};
 use crate::error::{Result, VkContext};
 use crate::host::HostBytes;
 use crate::memory::policy::Role;
@@ -17,40 +22,72 @@ use crate::memory::table::property_flags_name;
 /// a buffer, which only pays off for larger copies.
 pub const IMPORT_MIN_BYTES: u64 = 1 << 20;
 
-/// `VK_EXT_external_memory_host`, when the device has it and it is enabled.
-pub(crate) struct HostImport {
-    pub(crate) fns: ash::ext::external_memory_host::Device,
-    /// `minImportedHostPointerAlignment`, bytes.
-    pub(crate) alignment: u64,
-}
-
-/// Host memory imported as a buffer; freed on drop.
-pub(crate) struct Imported<'a> {
-    ctx: &'a Context,
-    pub(crate) buffer: vk::Buffer,
+/// One imported host allocation.
+struct Import {
+    buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     size: u64,
 }
 
-impl Drop for Imported<'_> {
-    fn drop(&mut self) {
-        let s = &self.ctx.shared;
-        // SAFETY: every submission that used the buffer was waited for.
-        unsafe {
-            s.device.destroy_buffer(self.buffer, None);
-            s.device.free_memory(self.memory, None);
+/// `VK_EXT_external_memory_host`, when the device has it and it is enabled, and the
+/// imports made so far, by host address and size.
+pub(crate) struct HostImport {
+    pub(crate) fns: ash::ext::external_memory_host::Device,
+    /// `minImportedHostPointerAlignment`, bytes.
+    pub(crate) alignment: u64,
+    imports: Mutex<HashMap<(usize, u64), Import>>,
+}
+
+impl HostImport {
+    pub(crate) fn new(fns: ash::ext::external_memory_host::Device, alignment: u64) -> Self {
+        HostImport {
+            fns,
+            alignment,
+            imports: Mutex::new(HashMap::new()),
         }
-        s.stats.buffer_destroyed();
-        s.stats.memory_freed(self.size);
+    }
+
+    /// Frees every import; with the context.
+    ///
+    /// # Safety
+    /// The device must be idle.
+    pub(crate) unsafe fn destroy(&self, s: &Shared) {
+        let imports = std::mem::take(&mut *self.imports.lock().unwrap_or_else(|p| p.into_inner()));
+        for (_, i) in imports {
+            free(s, i);
+        }
+    }
+
+    /// Frees the import of host memory at `key`, if there is one.
+    fn release(&self, s: &Shared, key: (usize, u64)) {
+        let i = self
+            .imports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        if let Some(i) = i {
+            free(s, i);
+        }
     }
 }
 
+fn free(s: &Shared, i: Import) {
+    // SAFETY: every submission that used the import was waited for (copies are
+    // synchronous); nothing else holds the handles.
+    unsafe {
+        s.device.destroy_buffer(i.buffer, None);
+        s.device.free_memory(i.memory, None);
+    }
+    s.stats.buffer_destroyed();
+    s.stats.memory_freed(i.size);
+}
+
 impl Context {
-    /// Imports `bytes` (the whole page-aligned allocation) for a copy of `role`, or
-    /// None when this context cannot: no extension, a simulated memory table (the
-    /// simulation models staging), an emulated Halide bug, or a failed import (the
-    /// copy then goes through staging).
-    pub(crate) fn import_host(&self, bytes: &HostBytes, role: Role) -> Option<Imported<'_>> {
+    /// A buffer over all of `bytes` (the page-aligned allocation) that the GPU can
+    /// copy to and from, imported now or earlier; None when this context cannot: no
+    /// extension, a simulated memory table (the simulation models staging), an
+    /// emulated Halide bug, or a failed import (the copy then stages).
+    pub(crate) fn import_host(&self, bytes: &HostBytes, role: Role) -> Option<vk::Buffer> {
         let s = &self.shared;
         let imp = s.host_import.as_ref()?;
         if s.allocator.is_simulated() || s.emulate != Default::default() {
@@ -61,7 +98,31 @@ impl Context {
         if (ptr as u64) % imp.alignment != 0 || size % imp.alignment != 0 {
             return None;
         }
-        self.try_import(imp, ptr, size, role).ok()
+        let key = (ptr as usize, size);
+        if let Some(i) = imp
+            .imports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return Some(i.buffer);
+        }
+        let import = self.try_import(imp, ptr, size, role).ok()?;
+        let buffer = import.buffer;
+        imp.imports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, import);
+        // Free the import before the host memory goes, if the context is still there.
+        let weak = Arc::downgrade(&self.shared);
+        bytes.on_drop(Box::new(move || {
+            if let Some(s) = weak.upgrade() {
+                if let Some(imp) = s.host_import.as_ref() {
+                    imp.release(&s, key);
+                }
+            }
+        }));
+        Some(buffer)
     }
 
     fn try_import(
@@ -70,7 +131,7 @@ impl Context {
         ptr: *const u8,
         size: u64,
         role: Role,
-    ) -> Result<Imported<'_>> {
+    ) -> Result<Import> {
         let s = &self.shared;
         let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
         let mut props = vk::MemoryHostPointerPropertiesEXT::default();
@@ -94,11 +155,15 @@ impl Context {
         // SAFETY: valid create info; destroyed on every path below.
         let buffer = unsafe { s.device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         s.stats.buffer_created();
+        let destroy_buffer = || {
+            // SAFETY: not bound, not used.
+            unsafe { s.device.destroy_buffer(buffer, None) };
+            s.stats.buffer_destroyed();
+        };
         // SAFETY: the buffer was created from this device.
         let req = unsafe { s.device.get_buffer_memory_requirements(buffer) };
         let bits = props.memory_type_bits & req.memory_type_bits;
         let table = &s.device_memory;
-        // Host-cached memory first: the CPU reads it after the copy.
         // Coherent memory only: imported memory is not mapped, so it cannot be flushed
         // or invalidated. Host-cached first: the CPU reads it after the copy.
         let pick = (0..table.types.len() as u32)
@@ -114,9 +179,7 @@ impl Context {
                     .contains(vk::MemoryPropertyFlags::HOST_CACHED)
             });
         let Some(ty) = pick else {
-            // SAFETY: not bound, not used.
-            unsafe { s.device.destroy_buffer(buffer, None) };
-            s.stats.buffer_destroyed();
+            destroy_buffer();
             return Err(crate::Error::DeviceMallocFailed(
                 "no coherent memory type can import this host allocation".into(),
             ));
@@ -128,26 +191,26 @@ impl Context {
             .allocation_size(size)
             .memory_type_index(ty)
             .push_next(&mut import);
-        // SAFETY: imports a live host allocation that outlives the import (the caller
-        // holds its lock for the whole copy).
+        // SAFETY: imports a live host allocation; the import is freed before the
+        // allocation (HostBytes runs its drop hooks first).
         let memory = match unsafe { s.device.allocate_memory(&alloc, None) } {
             Ok(m) => m,
             Err(e) => {
-                // SAFETY: not bound, not used.
-                unsafe { s.device.destroy_buffer(buffer, None) };
-                s.stats.buffer_destroyed();
+                destroy_buffer();
                 return Err(e).vk("vkAllocateMemory (import)");
             }
         };
         s.stats.memory_allocated(size);
-        let imported = Imported {
-            ctx: self,
+        let import = Import {
             buffer,
             memory,
             size,
         };
         // SAFETY: the memory type is allowed by the buffer's requirements; offset 0.
-        unsafe { s.device.bind_buffer_memory(buffer, memory, 0) }.vk("vkBindBufferMemory")?;
+        if let Err(e) = unsafe { s.device.bind_buffer_memory(buffer, memory, 0) } {
+            free(s, import);
+            return Err(e).vk("vkBindBufferMemory");
+        }
         let t = &table.types[ty as usize];
         s.stats.placed(Placement {
             role,
@@ -158,6 +221,6 @@ impl Context {
             fallbacks: 0,
             imported: true,
         });
-        Ok(imported)
+        Ok(import)
     }
 }

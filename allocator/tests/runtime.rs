@@ -231,3 +231,47 @@ fn large_copies_use_the_users_host_memory_when_the_device_can_import_it() {
     assert_eq!(round_trip(&ctx, "staged", &[1024, 1024], 3), 0);
     assert!(ctx.stats().placements().iter().all(|p| !p.imported));
 }
+
+#[test]
+fn an_import_is_kept_while_its_host_memory_lives() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    if !ctx.info().features.contains(&"VK_EXT_external_memory_host") {
+        eprintln!("skipping: no VK_EXT_external_memory_host");
+        return;
+    }
+    let live = |ctx: &Context| {
+        ctx.counters()
+            .iter()
+            .find(|(n, _)| *n == "live_device_memories")
+            .unwrap()
+            .1
+    };
+    let mut g = Buffer::new("g", ElemType::U32, &[1 << 20]).unwrap();
+    for round in 0..3 {
+        g.fill(|c| c[0] * 3 + round).unwrap();
+        ctx.copy_to_device(&mut g).unwrap();
+        g.fill(|_| 0).unwrap();
+        g.host_dirty = false;
+        g.device_dirty = true;
+        ctx.copy_to_host(&mut g).unwrap();
+        assert_eq!(
+            g.compare(|c| c[0] * 3 + round, 1).unwrap().mismatches,
+            0,
+            "round {round}"
+        );
+    }
+    let imports = ctx
+        .stats()
+        .placements()
+        .iter()
+        .filter(|p| p.imported)
+        .count();
+    assert_eq!(imports, 1, "one import serves every copy of the buffer");
+    let before = live(&ctx);
+    drop(g);
+    // The device block of g and the import go; pooled blocks stay until release_unused.
+    assert_eq!(live(&ctx), before - 1);
+    assert_clean(&ctx);
+}

@@ -18,6 +18,11 @@ pub enum Status {
     Pass,
     Fail,
     Skip,
+    /// Failed, and listed in the expectations file as a known failure (CTS "xfail").
+    ExpectedFail,
+    /// Passed, but listed as a known failure: the list is out of date, which fails the
+    /// run until it is updated (deqp-runner's "UnexpectedImprovement").
+    UnexpectedPass,
 }
 
 /// What running a case gave.

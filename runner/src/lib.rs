@@ -6,6 +6,7 @@
 pub mod case;
 pub mod discover;
 pub mod exec;
+pub mod expectations;
 /// The expression language of cases lives in the runtime, which also compiles it to WGSL.
 pub use vkcopy::expr;
 pub mod plan;

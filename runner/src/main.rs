@@ -9,6 +9,7 @@ use vkcopy::memory::policy::MemoryRequest;
 use vkcopy::{Context, ContextOptions, MemoryTable, Policy, Role};
 use vkcopy_suite::discover::{case_files, cases_root, name_matches};
 use vkcopy_suite::exec::{self, Outcome, Status};
+use vkcopy_suite::expectations::Expectations;
 use vkcopy_suite::plan;
 use vkcopy_suite::report::{CaseRecord, DeviceRecord, Report};
 
@@ -42,6 +43,10 @@ enum Command {
         /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
         #[arg(long)]
         simulate_memory: Option<PathBuf>,
+        /// Known failures (reports/expectations/*.yaml); default: the file named after
+        /// the device in reports/expectations/, if there is one.
+        #[arg(long)]
+        expectations: Option<PathBuf>,
     },
     /// Prints the memory type a policy picks for a request on a recorded table.
     Select {
@@ -72,7 +77,15 @@ fn main() -> ExitCode {
             cases,
             report_dir,
             simulate_memory,
-        } => run(filter, policy, cases, report_dir, simulate_memory),
+            expectations,
+        } => run(
+            filter,
+            policy,
+            cases,
+            report_dir,
+            simulate_memory,
+            expectations,
+        ),
         Command::Select {
             table,
             request,
@@ -154,6 +167,7 @@ fn run(
     cases: Option<PathBuf>,
     report_dir: PathBuf,
     simulate_memory: Option<PathBuf>,
+    expectations: Option<PathBuf>,
 ) -> ExitCode {
     let root = cases.unwrap_or_else(cases_root);
     let mut options = match ContextOptions::from_env() {
@@ -183,8 +197,10 @@ fn run(
         }
     };
     // One context up front: names the device in the report, and says early when there is none.
+    let mut device_type = None;
     let (device, device_error) = match Context::new(options.clone()) {
         Ok(ctx) => {
+            device_type = Some(ctx.info().device_type);
             let i = ctx.info();
             (
                 DeviceRecord {
@@ -205,6 +221,32 @@ fn run(
         ),
         Some(e) => println!("no Vulkan device: {e}"),
     }
+    let probe = Report {
+        device: device.clone(),
+        policy: String::new(),
+        cases: Vec::new(),
+    };
+    let default_file = root
+        .join("..")
+        .join("reports/expectations")
+        .join(format!("{}.yaml", probe.device_slug()));
+    let expectations = match expectations.or_else(|| default_file.is_file().then_some(default_file))
+    {
+        None => Expectations::default(),
+        Some(path) => match Expectations::load(&path) {
+            Ok(e) => {
+                println!("expectations: {}", path.display());
+                match &device_type {
+                    Some(t) => e.for_device(*t),
+                    None => e,
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let mut report = Report {
         device,
         policy: options.policy.to_string(),
@@ -225,10 +267,15 @@ fn run(
             )),
             Ok(p) => exec::run(&p, &options),
         };
+        let outcome = expectations.apply(&name, outcome);
         match outcome.status {
             Status::Pass => println!("pass  {name} ({:.2} s)", outcome.seconds),
             Status::Skip => println!("skip  {name}: {}", outcome.message),
-            Status::Fail => println!(
+            Status::ExpectedFail => println!(
+                "xfail {name}: {}",
+                outcome.message.lines().next().unwrap_or("")
+            ),
+            Status::Fail | Status::UnexpectedPass => println!(
                 "FAIL  {name}\n      {}",
                 outcome.message.replace('\n', "\n      ")
             ),
@@ -247,6 +294,9 @@ fn run(
         ),
     }
     let summary = report.summary();
+    if summary.expected_failures > 0 {
+        println!("{} expected failures", summary.expected_failures);
+    }
     println!("{summary}");
     if summary.failed > 0 {
         ExitCode::FAILURE

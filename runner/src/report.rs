@@ -7,6 +7,25 @@ use serde::Serialize;
 
 use crate::exec::{Outcome, Status};
 
+/// A file or folder name for a device: lower case letters, digits and '-'
+/// ("NVIDIA H200" is `nvidia-h200`).
+pub fn device_slug(name: &str) -> String {
+    let mut slug: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    while slug.contains("--") {
+        slug = slug.replace("--", "-");
+    }
+    let slug = slug.trim_matches('-').to_owned();
+    if slug.is_empty() {
+        "no-device".into()
+    } else {
+        slug
+    }
+}
+
 /// The device a run used, as far as it is known.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DeviceRecord {
@@ -37,8 +56,10 @@ pub struct Report {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub passed: usize,
+    /// Failures, unexpected passes included.
     pub failed: usize,
     pub skipped: usize,
+    pub expected_failures: usize,
 }
 
 impl std::fmt::Display for Summary {
@@ -59,6 +80,8 @@ impl Report {
                 Status::Pass => s.passed += 1,
                 Status::Fail => s.failed += 1,
                 Status::Skip => s.skipped += 1,
+                Status::ExpectedFail => s.expected_failures += 1,
+                Status::UnexpectedPass => s.failed += 1,
             }
         }
         s
@@ -66,22 +89,7 @@ impl Report {
 
     /// A folder name for the device: lower case, letters, digits and '-'.
     pub fn device_slug(&self) -> String {
-        let mut slug: String = self
-            .device
-            .name
-            .to_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        while slug.contains("--") {
-            slug = slug.replace("--", "-");
-        }
-        let slug = slug.trim_matches('-').to_owned();
-        if slug.is_empty() {
-            "no-device".into()
-        } else {
-            slug
-        }
+        device_slug(&self.device.name)
     }
 
     /// The Markdown summary: counts, then a table of failures and skips.
@@ -94,6 +102,28 @@ impl Report {
             self.policy,
             self.summary()
         );
+        let measured: Vec<String> = self
+            .cases
+            .iter()
+            .flat_map(|c| {
+                c.outcome.measurements.iter().map(move |m| {
+                    format!(
+                        "| {} | {} | {} | {:.3} | {:.1} |\n",
+                        c.name,
+                        m.what,
+                        m.bytes,
+                        m.gbps,
+                        m.best_seconds * 1e6
+                    )
+                })
+            })
+            .collect();
+        if !measured.is_empty() {
+            out.push_str("## Throughput (GB/s = 1e9 bytes/s, best run, host clock)\n\n");
+            out.push_str("| case | copy | bytes | GB/s | us |\n|---|---|---|---|---|\n");
+            out.extend(measured);
+            out.push('\n');
+        }
         out.push_str("| case | status | seconds | message |\n|---|---|---|---|\n");
         for c in &self.cases {
             let msg = c
@@ -111,13 +141,44 @@ impl Report {
         out
     }
 
-    /// Writes `results.json` and `summary.md` into `dir/<device>/`; returns that folder.
+    /// JUnit XML, one test case per case, for CI viewers.
+    pub fn junit(&self) -> String {
+        use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
+        let mut suite = TestSuite::new(format!("vkcopy-suite on {}", self.device.name));
+        for c in &self.cases {
+            let status = match c.outcome.status {
+                Status::Pass => TestCaseStatus::success(),
+                Status::Skip | Status::ExpectedFail => {
+                    let mut s = TestCaseStatus::skipped();
+                    s.set_message(c.outcome.message.clone());
+                    s
+                }
+                Status::Fail | Status::UnexpectedPass => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(c.outcome.message.lines().next().unwrap_or("").to_owned());
+                    s.set_description(c.outcome.message.clone());
+                    s
+                }
+            };
+            let mut case = TestCase::new(c.name.clone(), status);
+            case.set_classname(c.name.rsplit_once("::").map_or("", |(a, _)| a).to_owned());
+            case.set_time(std::time::Duration::from_secs_f64(c.outcome.seconds));
+            suite.add_test_case(case);
+        }
+        let mut report = JReport::new("vkcopy-suite");
+        report.add_test_suite(suite);
+        report.to_string().unwrap_or_default()
+    }
+
+    /// Writes `results.json`, `junit.xml` and `summary.md` into `dir/<device>/`;
+    /// returns that folder.
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let out = dir.join(self.device_slug());
         std::fs::create_dir_all(&out)?;
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         std::fs::write(out.join("results.json"), json)?;
         std::fs::write(out.join("summary.md"), self.markdown())?;
+        std::fs::write(out.join("junit.xml"), self.junit())?;
         Ok(out)
     }
 }

@@ -8,7 +8,9 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use vkcopy::{Context, ContextOptions};
 use vkcopy_suite::discover::{case_files, cases_root};
 use vkcopy_suite::exec::{self, Status};
+use vkcopy_suite::expectations::Expectations;
 use vkcopy_suite::plan;
+use vkcopy_suite::report::device_slug;
 
 fn main() {
     let args = Arguments::from_args();
@@ -28,6 +30,26 @@ fn main() {
         Err(e) => Err(e.to_string()),
     };
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    // Known failures of this device, from reports/expectations/<device>.yaml.
+    let expectations = probe
+        .as_ref()
+        .ok()
+        .map(|ctx| {
+            root.join("../reports/expectations")
+                .join(format!("{}.yaml", device_slug(&ctx.info().name)))
+        })
+        .filter(|p| p.is_file())
+        .map(|p| {
+            Expectations::load(&p).unwrap_or_else(|e| {
+                eprintln!("{e}");
+                std::process::exit(2)
+            })
+        })
+        .unwrap_or_default();
+    let expectations = match &device {
+        Ok(t) => expectations.for_device(*t),
+        Err(_) => expectations,
+    };
 
     let mut trials = Vec::new();
     for path in files {
@@ -75,11 +97,12 @@ fn main() {
             }
         }
         let options = options.clone();
+        let expectations = expectations.clone();
         trials.push(Trial::test(name, move || {
-            let out = exec::run(&plan, &options);
+            let out = expectations.apply(&plan.name, exec::run(&plan, &options));
             match out.status {
-                Status::Pass | Status::Skip => Ok(()),
-                Status::Fail => Err(Failed::from(out.message)),
+                Status::Pass | Status::Skip | Status::ExpectedFail => Ok(()),
+                Status::Fail | Status::UnexpectedPass => Err(Failed::from(out.message)),
             }
         }));
     }

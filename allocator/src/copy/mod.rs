@@ -217,16 +217,15 @@ impl Context {
         if plan.bytes() >= IMPORT_MIN_BYTES {
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
-            if let Some(imp) = self.import_host(&mem, Role::Upload) {
+            if let Some(imported) = self.import_host(&mem, Role::Upload) {
                 let gpu = self.submit(|cmd| {
                     self.record_copy(
                         cmd,
                         &plan,
-                        (imp.buffer, src.0.offset as u64),
+                        (imported, src.0.offset as u64),
                         (dst.0.region.alloc.buffer, dst_off),
                     );
                 })?;
-                drop(imp);
                 self.record(Direction::ToDevice, plan.bytes(), start, gpu);
                 return Ok(());
             }
@@ -273,7 +272,7 @@ impl Context {
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         if plan.bytes() >= IMPORT_MIN_BYTES {
-            if let Some(imp) = self.import_host(&mem, Role::Readback) {
+            if let Some(imported) = self.import_host(&mem, Role::Readback) {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
                 let gpu = self.submit(|cmd| {
@@ -281,10 +280,9 @@ impl Context {
                         cmd,
                         &plan,
                         (src.0.region.alloc.buffer, src_off),
-                        (imp.buffer, dst.0.offset as u64),
+                        (imported, dst.0.offset as u64),
                     );
                 })?;
-                drop(imp);
                 self.record(Direction::ToHost, plan.bytes(), start, gpu);
                 return Ok(());
             }
