@@ -14,9 +14,8 @@ use ash::vk;
 use crate::context::{Context, Shared};
 use crate::error::{Result, VkContext};
 use crate::host::HostBytes;
-use crate::memory::policy::Role;
+use crate::memory::policy::{Policy, Role};
 use crate::memory::stats::Placement;
-use crate::memory::table::property_flags_name;
 
 /// Copies smaller than this go through staging: importing costs an allocation and
 /// a buffer, which only pays off for larger copies.
@@ -85,12 +84,16 @@ fn free(s: &Shared, i: Import) {
 impl Context {
     /// A buffer over all of `bytes` (the page-aligned allocation) that the GPU can
     /// copy to and from, imported now or earlier; None when this context cannot: no
-    /// extension, a simulated memory table (the simulation models staging), an
+    /// extension, a policy other than vkcopy (the Halide policies model Halide, which
+    /// always stages), a simulated memory table (the simulation models staging), an
     /// emulated Halide bug, or a failed import (the copy then stages).
     pub(crate) fn import_host(&self, bytes: &HostBytes, role: Role) -> Option<vk::Buffer> {
         let s = &self.shared;
         let imp = s.host_import.as_ref()?;
-        if s.allocator.is_simulated() || s.emulate != Default::default() {
+        if s.policy != Policy::Vkcopy
+            || s.allocator.is_simulated()
+            || s.emulate != Default::default()
+        {
             return None;
         }
         let size = bytes.capacity() as u64;
@@ -215,7 +218,7 @@ impl Context {
         s.stats.placed(Placement {
             role,
             memory_type: ty,
-            flags: property_flags_name(t.flags),
+            flags: t.flags,
             heap: t.heap,
             size,
             fallbacks: 0,

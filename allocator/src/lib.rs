@@ -6,6 +6,9 @@
 //! type chosen by a [`Policy`](memory::policy::Policy) and copies through
 //! staging buffers.
 
+/// The `ash` version vkcopy is built on, for callers that make raw Vulkan calls.
+pub use ash;
+
 pub mod buffer;
 pub mod context;
 pub mod copy;

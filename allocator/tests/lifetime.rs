@@ -6,7 +6,9 @@ use vkcopy::{Buffer, Context, ContextOptions, ElemType, Error};
 #[test]
 fn contexts_close_when_their_last_user_is_gone() {
     match Context::new(ContextOptions::default()) {
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice)) if std::env::var_os("CI").is_none() => {
+        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
+            if std::env::var_os("CI").is_none() =>
+        {
             eprintln!("skipping: {e}");
             return;
         }

@@ -230,6 +230,15 @@ fn large_copies_use_the_users_host_memory_when_the_device_can_import_it() {
     assert!(!ctx.info().features.contains(&"VK_EXT_external_memory_host"));
     assert_eq!(round_trip(&ctx, "staged", &[1024, 1024], 3), 0);
     assert!(ctx.stats().placements().iter().all(|p| !p.imported));
+
+    // The Halide policies model Halide, which always stages.
+    let ctx = context(ContextOptions {
+        policy: vkcopy::Policy::Halide,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(round_trip(&ctx, "halide", &[1024, 1024], 4), 0);
+    assert!(ctx.stats().placements().iter().all(|p| !p.imported));
 }
 
 #[test]

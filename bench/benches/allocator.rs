@@ -299,7 +299,7 @@ fn main() {
         .ok()
         .filter(|f| !f.is_empty());
     // Plain options (VKCOPY_DEVICE is honoured), never validation.
-    let mut options = ContextOptions::from_env().unwrap_or_default();
+    let mut options = ContextOptions::from_env().expect("VKCOPY_* settings");
     options.validation = false;
     let ctx = Context::new(options).expect("a Vulkan device (lavapipe will do)");
     let device = ctx.raw_device().clone();
@@ -315,7 +315,8 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "vkcopy blocks: {} MiB minimum, {} MiB maximum; gpu-allocator: default AllocationSizes (256 MB device blocks)",
+        "vkcopy blocks: {} MiB minimum, {} MiB maximum; gpu-allocator: default AllocationSizes \
+         (256 MiB blocks of device-only memory types, 64 MiB of host-visible ones)",
         config.minimum_block_size / MIB,
         config.maximum_block_size / MIB
     );
@@ -393,7 +394,9 @@ fn main() {
     ctx.release_unused();
     println!();
     println!("ratio > 1: vkcopy is faster. gpu-alloc only sub-allocates memory; vkcopy also");
-    println!("binds a VkBuffer to each region (kept and reused), so gpu-alloc+buf is like for like.");
+    println!(
+        "binds a VkBuffer to each region (kept and reused), so gpu-alloc+buf is like for like."
+    );
     if slower.is_empty() {
         println!("vkcopy is at least as fast as gpu-allocator+buffer in every row.");
     } else {

@@ -9,6 +9,7 @@ use vkcopy::memory::stats::Placement;
 use vkcopy::{Buffer, Context, ContextOptions};
 
 use crate::plan::{CasePlan, Measure, MeasureOp, Op, OpKind, PlanKind, RuntimePlan, SelectionPlan};
+use vkcopy::memory::table::parse_property_flag;
 use vkcopy::Role;
 
 /// The verdict of one case.
@@ -69,7 +70,7 @@ impl From<&Placement> for PlacementRecord {
         PlacementRecord {
             role: p.role.to_string(),
             memory_type: p.memory_type,
-            flags: p.flags.clone(),
+            flags: p.flags_name(),
             heap: p.heap,
             bytes: p.size,
             fallbacks: p.fallbacks,
@@ -585,9 +586,12 @@ fn step(
                 }
             }
             if let Some(want) = flags {
+                let want_flags = want
+                    .iter()
+                    .filter_map(|f| parse_property_flag(f))
+                    .fold(vkcopy::ash::vk::MemoryPropertyFlags::empty(), |a, f| a | f);
                 let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
-                let got: BTreeSet<&str> = p.flags.split('|').filter(|f| *f != "none").collect();
-                if want != got {
+                if want_flags != p.flags {
                     return Err(StepError::Check(format!(
                         "expect_memory: {role} landed in {}, expected flags {}",
                         table.describe_type(p.memory_type),

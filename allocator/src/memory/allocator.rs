@@ -23,7 +23,7 @@ use crate::memory::config::AllocConfig;
 use crate::memory::policy::{Policy, Role};
 use crate::memory::region::RegionId;
 use crate::memory::stats::{Placement, Stats};
-use crate::memory::table::{property_flags_name, MemoryTable};
+use crate::memory::table::MemoryTable;
 
 /// Usage of every buffer the runtime creates: storage for kernels, both transfer ends.
 pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -454,7 +454,7 @@ impl Allocator {
                     stats.placed(Placement {
                         role,
                         memory_type: ty,
-                        flags: property_flags_name(flags),
+                        flags,
                         heap,
                         size,
                         fallbacks,

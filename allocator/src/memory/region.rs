@@ -12,7 +12,10 @@
 //! comment says best fit but whose code is first fit): it keeps offsets the same as
 //! Halide's for the same sequence of requests, costs one pass over the regions, and
 //! address-ordered first fit fragments about as little as best fit (Johnstone and
-//! Wilson, "The Memory Fragmentation Problem: Solved?", ISMM 1998).
+//! Wilson, "The Memory Fragmentation Problem: Solved?", ISMM 1998). The reuse of
+//! a kept payload is looked up in an index of the free regions that keep one, by
+//! (size, offset), so that it costs O(log n) rather than a walk over every region
+//! (most of them in use, when many buffers are alive).
 //!
 //! Use counts start at 1 on `reserve`. Halide started them at 0 (its issue fixed by
 //! PR #9237), so releasing one of {buffer, crop} freed a region still in use.
@@ -22,7 +25,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Handle of a reservation. Stale handles (region released and reserved again,
@@ -147,12 +150,9 @@ pub struct RegionAllocator<T> {
     vacant: Vec<u32>,
     /// Offset of each region to its slot; the regions tile `0..size`.
     by_offset: BTreeMap<u64, u32>,
-    /// The free regions of `by_offset` (use count 0), by offset: what first fit and
-    /// the run search walk, so that regions in use cost nothing to skip.
-    free: BTreeMap<u64, u32>,
-    /// (size, offset) of the free regions that keep a payload: the exact-reuse
+    /// The free regions that keep a payload, by (size, offset): the exact-reuse
     /// search is a range lookup instead of a walk over every region.
-    kept: BTreeSet<(u64, u64)>,
+    kept: BTreeMap<(u64, u64), u32>,
 }
 
 /// `x` rounded up to a multiple of `m` (any `m`; 0 = no rounding); `None` on overflow.
@@ -196,8 +196,7 @@ impl<T> RegionAllocator<T> {
             slots: Vec::new(),
             vacant: Vec::new(),
             by_offset: BTreeMap::new(),
-            free: BTreeMap::new(),
-            kept: BTreeSet::new(),
+            kept: BTreeMap::new(),
         };
         a.insert_whole_block();
         a
@@ -276,42 +275,45 @@ impl<T> RegionAllocator<T> {
         if want > self.size - self.reserved {
             return None;
         }
-        // Each pass walks an index rather than every region: `kept` (free regions
-        // with a payload, by size then offset) for 1, `free` (by offset) for 2 and 3.
-        // They visit the same candidates in the same offset order as a walk would.
+        // Preference 1 is a lookup in `kept` (free regions with a payload, by size
+        // then offset): the lowest aligned offset of that size, the one a walk in
+        // offset order would find first.
         let exact = self
             .kept
-            .range((want, 0)..=(want, u64::MAX))
-            .map(|&(_, offset)| offset)
-            .find(|offset| offset.is_multiple_of(align));
-        if let Some(at) = exact {
-            let s = self.by_offset[&at];
+            .range((want, 0)..)
+            .take_while(|((size, _), _)| *size == want)
+            .find(|((_, offset), _)| offset.is_multiple_of(align));
+        if let Some((&(_, at), &s)) = exact {
             return Some(self.carve(s, at, want, Vec::new()));
         }
 
-        let first = self.free.values().find_map(|&s| {
+        let first = self.by_offset.values().find_map(|&s| {
             let r = self.region(s);
+            if !r.is_free() {
+                return None;
+            }
             fit(r.offset, r.end(), align, want).map(|at| (s, at))
         });
         if let Some((s, at)) = first {
             return Some(self.carve(s, at, want, Vec::new()));
         }
 
-        // Runs of free regions (free regions whose offsets follow each other's ends).
-        // If a run does not fit from its start, no later start in it does (same end),
-        // so each run is tried once.
+        // Runs of adjacent free regions. If a run does not fit from its start, no
+        // later start in it does (same end), so each run is tried once.
         let mut run: Vec<u32> = Vec::new();
-        let (mut start, mut end) = (0, 0);
+        let mut start = 0;
         let mut found = None;
-        for &s in self.free.values() {
+        for &s in self.by_offset.values() {
             let r = self.region(s);
-            if run.is_empty() || r.offset != end {
+            if !r.is_free() {
                 run.clear();
+                continue;
+            }
+            if run.is_empty() {
                 start = r.offset;
             }
             run.push(s);
-            end = r.end();
-            if let Some(at) = fit(start, end, align, want) {
+            if let Some(at) = fit(start, r.end(), align, want) {
                 found = Some(at);
                 break;
             }
@@ -358,9 +360,8 @@ impl<T> RegionAllocator<T> {
         let (count, offset, size, kept) = (r.use_count, r.offset, r.size, r.payload.is_some());
         if count == 0 {
             self.reserved -= size;
-            self.free.insert(offset, id.slot);
             if kept {
-                self.kept.insert((size, offset));
+                self.kept.insert((size, offset), id.slot);
             }
         }
         Ok(count)
@@ -419,7 +420,6 @@ impl<T> RegionAllocator<T> {
         }
         self.vacant = (0..self.slots.len() as u32).rev().collect();
         self.by_offset.clear();
-        self.free.clear();
         self.kept.clear();
         self.reserved = 0;
         self.insert_whole_block();
@@ -470,7 +470,6 @@ impl<T> RegionAllocator<T> {
             }
         };
         self.by_offset.insert(offset, slot);
-        self.free.insert(offset, slot);
         slot
     }
 
@@ -480,7 +479,6 @@ impl<T> RegionAllocator<T> {
         s.generation += 1;
         self.vacant.push(slot);
         self.by_offset.remove(&region.offset);
-        self.free.remove(&region.offset);
         if region.payload.is_some() {
             self.kept.remove(&(region.size, region.offset));
         }
@@ -528,7 +526,6 @@ impl<T> RegionAllocator<T> {
         r.offset = at;
         r.size = want;
         r.use_count = 1;
-        self.free.remove(&offset);
         if had_payload {
             self.kept.remove(&(end - offset, offset));
         }
@@ -593,21 +590,15 @@ impl<T> RegionAllocator<T> {
         Ok(r)
     }
 
-    /// Panics unless `free` and `kept` list exactly the free regions (with a payload).
+    /// Panics unless `kept` lists exactly the free regions that keep a payload.
     #[cfg(test)]
     fn check_indexes(&self) {
-        let free: BTreeMap<u64, u32> = self
+        let kept: BTreeMap<(u64, u64), u32> = self
             .by_offset
-            .iter()
-            .filter(|(_, &s)| self.region(s).is_free())
-            .map(|(&o, &s)| (o, s))
-            .collect();
-        assert_eq!(self.free, free, "free index");
-        let kept: BTreeSet<(u64, u64)> = free
             .values()
-            .map(|&s| self.region(s))
-            .filter(|r| r.payload.is_some())
-            .map(|r| (r.size, r.offset))
+            .map(|&s| (s, self.region(s)))
+            .filter(|(_, r)| r.is_free() && r.payload.is_some())
+            .map(|(s, r)| ((r.size, r.offset), s))
             .collect();
         assert_eq!(self.kept, kept, "kept index");
     }

@@ -52,8 +52,8 @@ pub struct Placement {
     pub role: Role,
     /// Memory type index in the table the allocator selects from (simulated or real).
     pub memory_type: u32,
-    /// That type's property flags, e.g. "HOST_VISIBLE|HOST_COHERENT|HOST_CACHED".
-    pub flags: String,
+    /// That type's property flags.
+    pub flags: ash::vk::MemoryPropertyFlags,
     pub heap: u32,
     /// Bytes.
     pub size: u64,
@@ -63,6 +63,17 @@ pub struct Placement {
     /// rather than a staging buffer.
     pub imported: bool,
 }
+
+impl Placement {
+    /// The flags as text, e.g. "HOST_VISIBLE|HOST_COHERENT|HOST_CACHED".
+    pub fn flags_name(&self) -> String {
+        crate::memory::table::property_flags_name(self.flags)
+    }
+}
+
+/// How many recent placements [`Stats::placements`] keeps: enough for any case,
+/// bounded for long-running programs.
+pub const PLACEMENT_LOG: usize = 4096;
 
 /// Counters of everything the runtime creates. All counts; bytes where named.
 #[derive(Debug, Default)]
@@ -91,7 +102,7 @@ pub struct Stats {
     kept_layouts: AtomicU64,
     device_memory_bytes: AtomicU64,
     device_memory_peak_bytes: AtomicU64,
-    placements: Mutex<Vec<Placement>>,
+    placements: Mutex<std::collections::VecDeque<Placement>>,
 }
 
 macro_rules! pair {
@@ -164,7 +175,10 @@ impl Stats {
 
     pub(crate) fn placed(&self, p: Placement) {
         if let Ok(mut v) = self.placements.lock() {
-            v.push(p);
+            if v.len() == PLACEMENT_LOG {
+                v.pop_front();
+            }
+            v.push_back(p);
         }
     }
 
@@ -178,11 +192,11 @@ impl Stats {
         self.device_memory_peak_bytes.load(Ordering::Relaxed)
     }
 
-    /// Every allocation's placement so far, oldest first.
+    /// The latest placements (at most [`PLACEMENT_LOG`]), oldest first.
     pub fn placements(&self) -> Vec<Placement> {
         self.placements
             .lock()
-            .map(|v| v.clone())
+            .map(|v| v.iter().cloned().collect())
             .unwrap_or_default()
     }
 
