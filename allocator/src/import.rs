@@ -98,7 +98,7 @@ impl Context {
         }
         let size = bytes.capacity() as u64;
         let ptr = bytes.as_ptr();
-        if (ptr as u64) % imp.alignment != 0 || size % imp.alignment != 0 {
+        if !(ptr as u64).is_multiple_of(imp.alignment) || !size.is_multiple_of(imp.alignment) {
             return None;
         }
         let key = (ptr as usize, size);
