@@ -314,6 +314,17 @@ impl Buffer {
         }
     }
 
+    /// Gives the buffer host memory (zeros) if it has none.
+    pub(crate) fn ensure_host(&mut self) {
+        if self.host.is_none() {
+            let bytes = self.size_in_bytes() as usize;
+            self.host = Some(HostView {
+                memory: Arc::new(RwLock::new(HostBytes::zeroed(bytes))),
+                offset: 0,
+            });
+        }
+    }
+
     /// The host side: shared memory and the offset of the element at the mins.
     pub fn host_view(&self) -> Option<&HostView> {
         self.host.as_ref()

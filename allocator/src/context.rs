@@ -190,6 +190,12 @@ impl ContextOptions {
                 }
             };
         }
+        if let Ok(v) = std::env::var("VKCOPY_SIMULATE_MEMORY") {
+            if !v.trim().is_empty() {
+                let table = MemoryTable::from_yaml_file(std::path::Path::new(v.trim()))?;
+                options.simulate_memory = Some(table);
+            }
+        }
         if let Ok(v) = std::env::var("VKCOPY_IMPORT_HOST") {
             options.import_host = match v.trim() {
                 "0" | "false" | "no" | "off" => false,
@@ -633,6 +639,9 @@ impl Context {
                 .any(|e| c_name(&e.extension_name).as_bytes() == name.to_bytes())
         };
         let import_host = options.import_host && has_ext(ash::ext::external_memory_host::NAME);
+        // VK_EXT_memory_budget: new blocks stay within the heap budget the driver
+        // reports (what other processes leave), moving on to the next memory type.
+        let memory_budget = has_ext(ash::ext::memory_budget::NAME);
         let mut import_alignment = 0u64;
         if import_host {
             let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
@@ -642,11 +651,14 @@ impl Context {
             import_alignment = host_props.min_imported_host_pointer_alignment;
             features.push("VK_EXT_external_memory_host");
         }
-        let device_ext_names: Vec<*const std::ffi::c_char> = if import_host {
-            vec![ash::ext::external_memory_host::NAME.as_ptr()]
-        } else {
-            Vec::new()
-        };
+        let mut device_ext_names: Vec<*const std::ffi::c_char> = Vec::new();
+        if import_host {
+            device_ext_names.push(ash::ext::external_memory_host::NAME.as_ptr());
+        }
+        if memory_budget {
+            device_ext_names.push(ash::ext::memory_budget::NAME.as_ptr());
+            features.push("VK_EXT_memory_budget");
+        }
         let device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&device_ext_names)
@@ -718,6 +730,7 @@ impl Context {
                 DeviceLimits {
                     min_storage_alignment: props.limits.min_storage_buffer_offset_alignment,
                     non_coherent_atom: props.limits.non_coherent_atom_size,
+                    budget: memory_budget.then(|| (instance_ref.clone(), physical)),
                 },
             )
         });

@@ -64,7 +64,8 @@ impl Region {
 }
 
 impl Region {
-    /// Gives the memory back to the allocator, once.
+    /// Gives the memory back to the allocator, once (a wrapped native buffer is the
+    /// caller's: the allocator has nothing to take back).
     fn give_back(&self) {
         if !self
             .released
@@ -147,6 +148,80 @@ impl Context {
         })?;
         buf.device = Some(DeviceView { region, offset: 0 });
         Ok(())
+    }
+
+    /// Gives `buf` host memory (zeros) if it has none, and device memory
+    /// (Halide's `device_and_host_malloc`).
+    pub fn device_and_host_malloc(&self, buf: &mut Buffer) -> Result<()> {
+        buf.ensure_host();
+        self.device_malloc(buf)
+    }
+
+    /// Frees `buf`'s device and host memory and clears both dirty bits (Halide's
+    /// `device_and_host_free`).
+    pub fn device_and_host_free(&self, buf: &mut Buffer) -> Result<()> {
+        self.device_free(buf)?;
+        buf.host = None;
+        buf.host_dirty = false;
+        Ok(())
+    }
+
+    /// Makes `buffer`, a `VkBuffer` the caller created on this context's device and
+    /// bound to memory, `buf`'s device memory: a region like any other, so copies,
+    /// crops, slices and kernels work with it (Halide's `halide_vulkan_wrap_vk_buffer`
+    /// stores a raw handle where the runtime expects a region: Halide #8715). The
+    /// buffer must hold at least `buf.size_in_bytes()` bytes, have usage
+    /// `TRANSFER_SRC | TRANSFER_DST | STORAGE_BUFFER`, and outlive its use here; the
+    /// caller destroys it after [`Context::detach_vk_buffer`].
+    pub fn wrap_vk_buffer(&self, buf: &mut Buffer, buffer: vk::Buffer, size: u64) -> Result<()> {
+        if buf.device.is_some() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{} already has device memory; wrap a buffer without",
+                buf.name()
+            )));
+        }
+        if buffer == vk::Buffer::null() || size < buf.size_in_bytes() {
+            return Err(Error::BadDimensions(format!(
+                "{}: wrapping a {size}-byte VkBuffer ({buffer:?}) for {} bytes",
+                buf.name(),
+                buf.size_in_bytes()
+            )));
+        }
+        let alloc = Allocation::wrapped(buffer, size, 0, vk::MemoryPropertyFlags::DEVICE_LOCAL);
+        self.shared.stats.region_created();
+        buf.device = Some(DeviceView {
+            region: Arc::new(Region {
+                shared: self.shared.clone(),
+                alloc,
+                released: std::sync::atomic::AtomicBool::new(false),
+            }),
+            offset: 0,
+        });
+        Ok(())
+    }
+
+    /// Takes a wrapped `VkBuffer` back from `buf` (Halide's `detach_vk_buffer`). Fails
+    /// if `buf`'s device memory is not a wrapped buffer, or views of it still live.
+    pub fn detach_vk_buffer(&self, buf: &mut Buffer) -> Result<vk::Buffer> {
+        let Some(view) = &buf.device else {
+            return Err(Error::NoDeviceAllocation(buf.name().to_owned()));
+        };
+        if !view.region.alloc.is_wrapped() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{}'s device memory is vkcopy's, not a wrapped VkBuffer",
+                buf.name()
+            )));
+        }
+        if Arc::strong_count(&view.region) > 1 {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{}: crops or views of the wrapped VkBuffer are still alive",
+                buf.name()
+            )));
+        }
+        let handle = view.region.alloc.buffer;
+        buf.device = None;
+        buf.device_dirty = false;
+        Ok(handle)
     }
 
     /// Drops `buf`'s device allocation (the region is freed when no view uses it)

@@ -284,3 +284,82 @@ fn an_import_is_kept_while_its_host_memory_lives() {
     assert_eq!(live(&ctx), before - 1);
     assert_clean(&ctx);
 }
+
+#[test]
+fn a_native_vk_buffer_wraps_as_a_region_and_detaches() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let device = ctx.raw_device();
+    let size = 64 * 64 * 4;
+    let info = vk::BufferCreateInfo::default().size(size).usage(
+        vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::STORAGE_BUFFER,
+    );
+    // SAFETY: a plain buffer and memory of this device, freed at the end of the test
+    // after the context has detached the buffer.
+    let (buffer, memory) = unsafe {
+        let buffer = device.create_buffer(&info, None).unwrap();
+        let req = device.get_buffer_memory_requirements(buffer);
+        let ty = req.memory_type_bits.trailing_zeros();
+        let memory = device
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(ty),
+                None,
+            )
+            .unwrap();
+        device.bind_buffer_memory(buffer, memory, 0).unwrap();
+        (buffer, memory)
+    };
+    let mut g = Buffer::with_dims(
+        "g",
+        ElemType::I32,
+        vkcopy::buffer::dense_dims(&[64, 64]),
+        false,
+    )
+    .unwrap();
+    ctx.device_and_host_malloc(&mut Buffer::new("other", ElemType::U8, &[3]).unwrap())
+        .unwrap();
+    ctx.wrap_vk_buffer(&mut g, buffer, size).unwrap();
+    // A second wrap, a too-small buffer, or detaching vkcopy's own memory are errors.
+    assert_eq!(
+        ctx.wrap_vk_buffer(&mut g, buffer, size).unwrap_err().name(),
+        "incompatible_buffers"
+    );
+    g.device_dirty = false;
+    // Write through the wrapped buffer, crop it, read the crop back.
+    let mut h = Buffer::new("h", ElemType::I32, &[64, 64]).unwrap();
+    h.fill(|c| c[0] + 64 * c[1]).unwrap();
+    ctx.buffer_copy(&h, &mut g, true).unwrap();
+    {
+        let crop = g.cropped("crop", &[8, 8], &[16, 16]).unwrap();
+        assert!(
+            ctx.detach_vk_buffer(&mut g).is_err(),
+            "a live crop blocks detaching"
+        );
+        let mut back =
+            Buffer::with_dims("back", ElemType::I32, crop.dims().to_vec(), true).unwrap();
+        ctx.buffer_copy(&crop, &mut back, false).unwrap();
+        assert_eq!(back.compare(|c| c[0] + 64 * c[1], 1).unwrap().mismatches, 0);
+    }
+    assert_eq!(ctx.detach_vk_buffer(&mut g).unwrap(), buffer);
+    assert!(!g.has_device_allocation());
+    let mut own = Buffer::new("own", ElemType::I32, &[4]).unwrap();
+    ctx.device_malloc(&mut own).unwrap();
+    assert_eq!(
+        ctx.detach_vk_buffer(&mut own).unwrap_err().name(),
+        "incompatible_buffers"
+    );
+    ctx.device_and_host_free(&mut own).unwrap();
+    assert!(!own.has_host() && !own.has_device_allocation());
+    drop((own, h, g));
+    assert_clean(&ctx);
+    // SAFETY: detached above; no submission uses it.
+    unsafe {
+        device.destroy_buffer(buffer, None);
+        device.free_memory(memory, None);
+    }
+}

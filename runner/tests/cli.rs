@@ -176,3 +176,42 @@ fn the_old_policy_fails_only_its_known_failures() {
         .unwrap()
         .contains("| regressions::seed_readback::h200 | ExpectedFail |"));
 }
+
+#[test]
+fn simulate_memory_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = suite()
+        .args(["run", "--filter", "basic::round_trip_2d", "--report-dir"])
+        .arg(dir.path())
+        .env(
+            "VKCOPY_SIMULATE_MEMORY",
+            repo().join("cases/devices/nvidia-h200.yaml"),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(out.status.success(), "{stdout}");
+    let device = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let json = std::fs::read_to_string(device.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let placements = v["cases"][0]["placements"].as_array().unwrap();
+    let readback = placements.iter().find(|p| p["role"] == "readback").unwrap();
+    assert_eq!(readback["memory_type"], 3, "{readback}");
+    assert_eq!(readback["flags"], "HOST_VISIBLE|HOST_COHERENT|HOST_CACHED");
+
+    let out = suite()
+        .args(["run", "--filter", "basic::round_trip_2d"])
+        .env("VKCOPY_SIMULATE_MEMORY", "no/such/table.yaml")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/table.yaml"));
+}

@@ -71,8 +71,9 @@ pub(crate) struct Allocation {
     /// Set for simulated non-coherent memory: addresses of the region's first byte.
     pub(crate) shadow: Option<Shadow>,
     pub(crate) role: Role,
-    block: BlockId,
-    region: RegionId,
+    /// The block and region this came from; None for a wrapped native buffer,
+    /// which the allocator does not own.
+    owner: Option<(BlockId, RegionId)>,
 }
 
 // SAFETY: the mapped pointers are only dereferenced by the runtime while it holds
@@ -82,6 +83,38 @@ unsafe impl Send for Allocation {}
 unsafe impl Sync for Allocation {}
 
 impl Allocation {
+    /// A `VkBuffer` the caller made and owns, seen as device memory of `size` bytes
+    /// in memory type `memory_type` (of the device's table) with `flags`.
+    pub(crate) fn wrapped(
+        buffer: vk::Buffer,
+        size: u64,
+        memory_type: u32,
+        flags: vk::MemoryPropertyFlags,
+    ) -> Self {
+        Allocation {
+            buffer,
+            memory: vk::DeviceMemory::null(),
+            offset: 0,
+            size,
+            memory_size: size,
+            memory_type,
+            // Never mapped: copies to and from it go through staging.
+            flags: flags
+                & !(vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_COHERENT
+                    | vk::MemoryPropertyFlags::HOST_CACHED),
+            mapped: None,
+            shadow: None,
+            role: Role::Device,
+            owner: None,
+        }
+    }
+
+    /// Whether this is a wrapped native buffer.
+    pub(crate) fn is_wrapped(&self) -> bool {
+        self.owner.is_none()
+    }
+
     pub(crate) fn coherent(&self) -> bool {
         self.flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT)
     }
@@ -116,6 +149,8 @@ pub(crate) struct Allocator {
     /// Alignment for offsets of views bound as storage buffers.
     min_storage_alignment: u64,
     non_coherent_atom: u64,
+    /// Where to ask for heap budgets (`VK_EXT_memory_budget`), on a real table.
+    budget: Option<(ash::Instance, vk::PhysicalDevice)>,
     state: Mutex<State>,
 }
 
@@ -159,6 +194,8 @@ fn align_up(v: u64, a: u64) -> u64 {
 pub(crate) struct DeviceLimits {
     pub(crate) min_storage_alignment: u64,
     pub(crate) non_coherent_atom: u64,
+    /// For `VK_EXT_memory_budget`, when the device has it.
+    pub(crate) budget: Option<(ash::Instance, vk::PhysicalDevice)>,
 }
 
 impl Allocator {
@@ -210,6 +247,7 @@ impl Allocator {
             real_type_bits: req.memory_type_bits,
             min_storage_alignment: limits.min_storage_alignment.max(1),
             non_coherent_atom: non_coherent_atom.max(1),
+            budget: limits.budget,
             state: Mutex::new(State {
                 pools,
                 heap_used: vec![0; heaps],
@@ -266,10 +304,25 @@ impl Allocator {
     /// when it is out of memory.
     fn heap_has_room(&self, st: &State, heap: u32, bytes: u64) -> bool {
         if !self.simulated() {
-            return true;
+            return self.within_budget(heap, bytes);
         }
         let h = heap as usize;
         st.heap_used[h] + st.heap_filler[h] + bytes <= self.table.heaps[h].size
+    }
+
+    /// Whether `bytes` more stay within the driver's budget for `heap`
+    /// (`VK_EXT_memory_budget`); true without the extension.
+    fn within_budget(&self, heap: u32, bytes: u64) -> bool {
+        let Some((instance, physical)) = &self.budget else {
+            return true;
+        };
+        let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
+        let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
+        // SAFETY: the extension is enabled on the device; a valid pNext chain.
+        unsafe { instance.get_physical_device_memory_properties2(*physical, &mut props) };
+        let h = heap as usize;
+        let (usage, limit) = (budget.heap_usage[h], budget.heap_budget[h]);
+        limit == 0 || usage.saturating_add(bytes) <= limit
     }
 
     /// Takes all of `heap` but `leave` bytes, as if other programs used it.
@@ -474,8 +527,7 @@ impl Allocator {
                             cache: at(NonNull::new(cache.cast::<u8>()).expect("boxed slice")),
                         }),
                         role,
-                        block,
-                        region: reservation.id,
+                        owner: Some((block, reservation.id)),
                     });
                 }
                 Err(why) => {
@@ -591,7 +643,9 @@ impl Allocator {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         // An error here means the region was already released (an emulated Halide
         // bug released it early); there is nothing left to do.
-        let _ = st.pools[a.memory_type as usize].release(a.block, a.region);
+        if let Some((block, region)) = a.owner {
+            let _ = st.pools[a.memory_type as usize].release(block, region);
+        }
     }
 
     /// Coalesces free regions, destroys their buffers and frees empty blocks
