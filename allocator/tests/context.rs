@@ -2,26 +2,11 @@
 //! selection, errors, validation-message capture.
 
 use ash::vk;
-use vkcopy::{Context, ContextOptions, DeviceSelector, DeviceTypeFilter, Error};
+use vkcopy::{Context, ContextOptions, DeviceSelector, DeviceTypeFilter};
 
-/// The default device, or None (with a note) where this machine has no Vulkan.
-fn context(options: ContextOptions) -> Option<Context> {
-    match Context::new(options) {
-        Ok(c) => Some(c),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
-            if std::env::var_os("CI").is_none() =>
-        {
-            eprintln!("skipping: {e}");
-            None
-        }
-        Err(e) => panic!("cannot create a context: {e}"),
-    }
-}
+mod common;
 
-fn validation_installed() -> bool {
-    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
-        .exists()
-}
+use common::{context, validation_installed};
 
 #[test]
 fn device_type_filter_matches_exactly() {

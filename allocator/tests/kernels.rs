@@ -9,36 +9,16 @@ use vkcopy::buffer::Dim;
 use vkcopy::expr::Expr;
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, Error};
 
-fn validation_installed() -> bool {
-    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
-        .exists()
-}
+mod common;
 
-/// The default device with validation when installed, or None (with a note) where
-/// this machine has no Vulkan.
+use common::assert_clean as finish;
+
+/// The default device with validation when installed.
 fn context() -> Option<Context> {
-    let options = ContextOptions {
-        validation: validation_installed(),
+    common::context(ContextOptions {
+        validation: common::validation_installed(),
         ..Default::default()
-    };
-    match Context::new(options) {
-        Ok(c) => Some(c),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
-            if std::env::var_os("CI").is_none() =>
-        {
-            eprintln!("skipping: {e}");
-            None
-        }
-        Err(e) => panic!("cannot create a context: {e}"),
-    }
-}
-
-/// No validation messages, nothing leaked beyond what the context keeps.
-fn finish(ctx: &Context) {
-    let messages = ctx.take_validation_messages();
-    assert!(messages.is_empty(), "validation messages: {messages:#?}");
-    let leaks = ctx.leak_check();
-    assert!(leaks.is_empty(), "{leaks}");
+    })
 }
 
 fn expr(s: &str) -> Expr {

@@ -5,27 +5,11 @@ use std::thread;
 
 use ash::vk;
 use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
-use vkcopy::{Buffer, Context, ContextOptions, ElemType, Emulate, Error};
+use vkcopy::{Buffer, Context, ContextOptions, ElemType, Emulate};
 
-fn context(options: ContextOptions) -> Option<Context> {
-    match Context::new(options) {
-        Ok(c) => Some(c),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
-            if std::env::var_os("CI").is_none() =>
-        {
-            eprintln!("skipping: {e}");
-            None
-        }
-        Err(e) => panic!("cannot create a context: {e}"),
-    }
-}
+mod common;
 
-fn assert_clean(ctx: &Context) {
-    let leaks = ctx.leak_check();
-    assert!(leaks.is_empty(), "{leaks}");
-    let messages = ctx.take_validation_messages();
-    assert!(messages.is_empty(), "{messages:#?}");
-}
+use common::{assert_clean, context};
 
 /// Fills on the host, uploads, clears the host, reads back; returns mismatches.
 fn round_trip(ctx: &Context, name: &str, extents: &[i64], seed: i64) -> u64 {

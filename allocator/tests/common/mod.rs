@@ -1,0 +1,35 @@
+//! What the integration tests share: a context on the default device, and the
+//! end-of-test checks.
+
+#![allow(dead_code)]
+
+use vkcopy::{Context, ContextOptions, Error};
+
+/// Whether the Khronos validation layer is installed here.
+pub fn validation_installed() -> bool {
+    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
+        .exists()
+}
+
+/// A context on the default device, or None (with a note) where this machine has
+/// no Vulkan; with `CI` set, a missing device fails the test instead.
+pub fn context(options: ContextOptions) -> Option<Context> {
+    match Context::new(options) {
+        Ok(c) => Some(c),
+        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
+            if std::env::var_os("CI").is_none() =>
+        {
+            eprintln!("skipping: {e}");
+            None
+        }
+        Err(e) => panic!("cannot create a context: {e}"),
+    }
+}
+
+/// Nothing leaked beyond what the context keeps, and no validation message.
+pub fn assert_clean(ctx: &Context) {
+    let leaks = ctx.leak_check();
+    assert!(leaks.is_empty(), "{leaks}");
+    let messages = ctx.take_validation_messages();
+    assert!(messages.is_empty(), "validation messages: {messages:#?}");
+}
