@@ -160,6 +160,17 @@ pub enum Step {
         error: String,
         step: Box<Spanned<Step>>,
     },
+    /// Computes on the host, as a CPU stage of a Halide pipeline does:
+    /// `out(c) = inputs[0](c) + inputs[1](c) + ... + value(c)`, reading the inputs'
+    /// host memory (an input that is device-dirty is an error: the stage would read
+    /// stale data); sets `out`'s `host_dirty`.
+    HostAdd {
+        out: String,
+        #[serde(default)]
+        inputs: Vec<String>,
+        #[serde(default)]
+        value: Option<String>,
+    },
     /// Times a copy (see [`MeasureSpec`]).
     Measure(MeasureSpec),
     /// Runs a compute kernel on the device (see [`KernelSpec`]).
@@ -216,6 +227,7 @@ impl Step {
             Step::ExpectCounters(_) => "expect_counters",
             Step::Kernel(_) => "kernel",
             Step::Measure(_) => "measure",
+            Step::HostAdd { .. } => "host_add",
             Step::FillHeap { .. } => "fill_heap",
             Step::ReleaseUnused => "release_unused",
             Step::DeviceRelease => "device_release",

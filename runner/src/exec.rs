@@ -532,6 +532,7 @@ fn step(
             measured.push(result);
             verdict
         }
+        OpKind::HostAdd { out, inputs, value } => host_add(bufs, *out, inputs, value.as_ref()),
         OpKind::ReleaseUnused => {
             ctx.release_unused();
             Ok(())
@@ -711,4 +712,65 @@ fn judge(ctx: &Context, m: &Measure, r: &Measurement) -> Result<(), StepError> {
         }
     }
     Ok(())
+}
+
+/// `out(c) = sum of inputs(c) + value(c)` on the host. Values are read first and
+/// written after, so an input may share memory with `out`.
+fn host_add(
+    bufs: &mut Slots,
+    out: usize,
+    inputs: &[usize],
+    value: Option<&crate::expr::Expr>,
+) -> Result<(), StepError> {
+    let value = value.map(|v| v.compile());
+    let mut sums = Vec::new();
+    {
+        let o = bufs.get(out)?;
+        let mut readers = Vec::new();
+        for &i in inputs {
+            let b = bufs.get(i)?;
+            if b.device_dirty {
+                return Err(StepError::Check(format!(
+                    "host_add: input {} is device-dirty: its host memory is stale (copy_to_host first)",
+                    b.name()
+                )));
+            }
+            let h = b.host_view().ok_or_else(|| {
+                StepError::Runtime(vkcopy::Error::HostIsNull(b.name().to_owned()))
+            })?;
+            readers.push((
+                b,
+                h.memory.read().unwrap_or_else(|p| p.into_inner()),
+                h.offset,
+            ));
+        }
+        let mut outside = None;
+        o.for_each_element(|c, _| {
+            let mut v = value.as_ref().map_or(0, |f| f.eval(c));
+            for (b, mem, base) in &readers {
+                match b.offset_of(c) {
+                    Some(off) => {
+                        let at = base + off as usize * b.elem().bytes();
+                        v = v.wrapping_add(match b.elem().load(&mem[at..]) {
+                            vkcopy::Value::Int(i) => i,
+                            vkcopy::Value::Float(f) => f as i64,
+                        });
+                    }
+                    None => {
+                        if outside.is_none() {
+                            outside = Some(format!("{c:?} is outside input {}", b.name()));
+                        }
+                    }
+                }
+            }
+            sums.push(v);
+        });
+        if let Some(m) = outside {
+            return Err(StepError::Check(format!("host_add: {m}")));
+        }
+    }
+    let o = bufs.get_mut(out)?;
+    let mut next = sums.into_iter();
+    o.fill(|_| next.next().unwrap_or(0))
+        .map_err(StepError::Runtime)
 }

@@ -180,6 +180,11 @@ pub enum OpKind {
         leave: u64,
     },
     Measure(Measure),
+    HostAdd {
+        out: usize,
+        inputs: Vec<usize>,
+        value: Option<Expr>,
+    },
     ReleaseUnused,
     DeviceRelease,
     ExpectMemory {
@@ -929,6 +934,42 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             leave: *leave,
         },
         Step::ReleaseUnused => OpKind::ReleaseUnused,
+        Step::HostAdd { out, inputs, value } => {
+            let o = buf(syms, out)?;
+            if !syms.slots[o].host {
+                return Err(cx.err(at, format!("host_add: buffer {out} has no host memory")));
+            }
+            let mut ins = Vec::new();
+            for i in inputs {
+                let b = buf(syms, i)?;
+                if !syms.slots[b].host {
+                    return Err(cx.err(at, format!("host_add: input {i} has no host memory")));
+                }
+                if syms.slots[b].dims.len() != syms.slots[o].dims.len() {
+                    return Err(cx.err(
+                        at,
+                        format!(
+                            "host_add: input {i} has {} dimensions, {out} has {}",
+                            syms.slots[b].dims.len(),
+                            syms.slots[o].dims.len()
+                        ),
+                    ));
+                }
+                ins.push(b);
+            }
+            if ins.is_empty() && value.is_none() {
+                return Err(cx.err(at, "host_add: give `inputs`, `value` or both"));
+            }
+            let value = match value {
+                Some(v) => Some(expr(syms, o, "value", v)?),
+                None => None,
+            };
+            OpKind::HostAdd {
+                out: o,
+                inputs: ins,
+                value,
+            }
+        }
         Step::Measure(m) => {
             let op = match (&m.copy_to_host, &m.copy_to_device, &m.from, &m.to) {
                 (Some(b), None, None, None) => MeasureOp::CopyToHost(buf(syms, b)?),

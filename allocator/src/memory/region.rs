@@ -1,21 +1,66 @@
 //! Sub-allocation of one block of device memory (one `VkDeviceMemory`), after
 //! Halide's `RegionAllocator` (`src/runtime/internal/region_allocator.h`).
 //!
-//! Regions tile the block, in offset order, with no gap or overlap. A reservation
-//! takes a free region and splits off the unused front (alignment padding) and
-//! back as free regions. A freed region keeps its payload (the `VkBuffer` bound at
-//! it), so a later request of the same offset and size gets the buffer back without
-//! `vkCreateBuffer`. Free neighbours are merged by [`RegionAllocator::collect`], or
-//! by [`RegionAllocator::reserve`] when no single free region is large enough.
+//! Regions tile the block, in offset order, with no gap or overlap (a doubly linked
+//! list of slots). A reservation takes a free region and splits off the unused front
+//! (alignment padding) and back as free regions.
 //!
-//! Placement is address-ordered first fit, as in Halide (`find_block_region`, whose
-//! comment says best fit but whose code is first fit): it keeps offsets the same as
-//! Halide's for the same sequence of requests, costs one pass over the regions, and
-//! address-ordered first fit fragments about as little as best fit (Johnstone and
-//! Wilson, "The Memory Fragmentation Problem: Solved?", ISMM 1998). The reuse of
-//! a kept payload is looked up in an index of the free regions that keep one, by
-//! (size, offset), so that it costs O(log n) rather than a walk over every region
-//! (most of them in use, when many buffers are alive).
+//! # Cached payloads, and their bound
+//!
+//! A released region keeps its payload (the `VkBuffer` bound at it), so that a later
+//! request of the same size, at an offset that meets its alignment, gets the buffer
+//! back without `vkCreateBuffer` (Halide's `release`). Such a *cached* region is never
+//! merged with its neighbours on release: merging would change its extent, and the
+//! buffer would no longer match it.
+//!
+//! Halide caches every released buffer. With many distinct sizes that fragments the
+//! block for nothing: in the allocator benchmark (`bench/README.md`, sizes 1 KiB to
+//! 1 MiB log-uniform), a 32 MiB block broke up into about 1 500 regions, 98% of the
+//! reserves missed the cache all the same, and every reserve walked the regions: 700
+//! ns per reserve+release at this level, 3.1 µs with 256 regions held at once, 3.5 to
+//! 9 times gpu-allocator's time. So the cache is bounded by the number of distinct
+//! sizes: each block caches regions of at most [`MAX_CACHED_SIZES`] (16) sizes. A
+//! release that would add a 17th size evicts the payloads of the size least recently
+//! released; they are queued and handed back, for the caller to destroy, by the next
+//! `reserve` in this block ([`Reservation::evicted`]), by `collect` or by `drain`. The
+//! bound is on sizes, not on regions, so that repeated requests of a few sizes (the
+//! common case: the same tensor shapes again and again) keep every buffer however
+//! many are alive at once: 256 regions of 64 KiB released together are all reused by
+//! the next 256 requests. A bound of 16 *regions* would have dropped 240 of them per
+//! round (measured: a miss per reserve in the fixed-size batch rows). Least recently
+//! released and the one just released measure the same with random sizes; least
+//! recently released follows a workload whose sizes change.
+//!
+//! A region whose payload is evicted merges with its free neighbours without
+//! payload, and so do the pieces a reservation splits off (alignment padding, the
+//! rest of a larger region), so the free space is as few pieces as the reserved and
+//! cached regions allow: in the benchmark above, about 20 regions per block instead
+//! of 1 500. A region released without a payload (`release` of a region that never
+//! got one, or `reclaim`) is left as it is, as in Halide, so that a second release of
+//! its handle is still reported as [`RegionError::NotInUse`] with its offset and
+//! size; it merges when a neighbour does, or on `collect`. (vkcopy binds a buffer to
+//! every region, so that case is rare there.)
+//!
+//! # Placement
+//!
+//! Order of preference in [`RegionAllocator::reserve`]:
+//! 1. a cached region of exactly the size asked for, at an offset that meets the
+//!    alignment (its payload comes back in [`Reservation::cached`]), the most recently
+//!    released first;
+//! 2. address-ordered first fit among the free regions without payload: the
+//!    lowest-offset one that fits, as Halide's `find_block_region` (whose comment
+//!    says best fit but whose code is first fit). Address-ordered first fit fragments
+//!    about as little as best fit (Johnstone and Wilson, "The Memory Fragmentation
+//!    Problem: Solved?", ISMM 1998). They are kept in a small array, scanned in full;
+//!    merging keeps it short;
+//! 3. address-ordered first fit among the cached regions (splitting one evicts its
+//!    payload), so that the cache gives way only when uncached space does not fit;
+//! 4. the first run of adjacent free regions that fits, merged (what Halide gets by
+//!    `collect` and a retry, without merging runs it does not need).
+//!
+//! Offsets are the same as Halide's when nothing cached is in the way; with cached
+//! regions, they may differ (Halide's first fit would split a low cached region where
+//! this one takes a low uncached one).
 //!
 //! Use counts start at 1 on `reserve`. Halide started them at 0 (its issue fixed by
 //! PR #9237), so releasing one of {buffer, crop} freed a region still in use.
@@ -25,8 +70,17 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::fmt;
+
+/// Most distinct sizes of cached regions (free regions that keep their payload for
+/// reuse) in one block. A release that would exceed it evicts the payloads of the
+/// size least recently released, so that their regions merge with free neighbours.
+/// See the module documentation for why and for the measurements.
+pub const MAX_CACHED_SIZES: usize = 16;
+
+/// No slot: the end of a list.
+const NONE: u32 = u32::MAX;
 
 /// Handle of a reservation. Stale handles (region released and reserved again,
 /// merged away, or drained) are detected by a generation counter.
@@ -58,8 +112,10 @@ pub struct Reservation<T> {
     /// `Copy`), so do not call `set_payload`. `None`: create a payload and call
     /// `set_payload`.
     pub cached: Option<T>,
-    /// Payloads of free regions that this reservation split or merged: they no longer
-    /// match any region, so the caller destroys them. Usually empty.
+    /// Payloads that no longer belong to any region, for the caller to destroy: those
+    /// of cached regions that this reservation split or merged, and those evicted by
+    /// earlier releases in this block (the bound of [`MAX_CACHED_SIZES`]). Usually
+    /// empty when sizes repeat.
     pub evicted: Vec<T>,
 }
 
@@ -122,6 +178,14 @@ struct Region<T> {
     size: u64,
     use_count: u32,
     payload: Option<T>,
+    /// Neighbours in offset order (slots), `NONE` at the ends of the block.
+    prev: u32,
+    next: u32,
+    /// Free without payload: the index of its entry in `free`. Cached: the previous
+    /// and next region of its size class (`cprev`, `cnext`). Unused when reserved.
+    pos: u32,
+    cprev: u32,
+    cnext: u32,
 }
 
 impl<T> Region<T> {
@@ -131,12 +195,33 @@ impl<T> Region<T> {
     fn is_free(&self) -> bool {
         self.use_count == 0
     }
+    /// Free and without payload: in `free`, merged with its kind on sight.
+    fn is_plain(&self) -> bool {
+        self.use_count == 0 && self.payload.is_none()
+    }
 }
 
 struct Slot<T> {
     /// Bumped when the slot's region is reserved, merged into, or the slot is emptied.
     generation: u64,
     region: Option<Region<T>>,
+}
+
+/// A free region without payload, in the array that placement scans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FreeEntry {
+    offset: u64,
+    end: u64,
+    slot: u32,
+}
+
+/// The cached regions of one size: a list through `Region::cprev`/`cnext`, most
+/// recently released first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SizeClass {
+    size: u64,
+    head: u32,
+    len: u32,
 }
 
 /// Sub-allocates one block of `size` bytes. `T` is the payload cached per region
@@ -148,17 +233,24 @@ pub struct RegionAllocator<T> {
     slots: Vec<Slot<T>>,
     /// Empty slots, reused before new ones are pushed.
     vacant: Vec<u32>,
-    /// Offset of each region to its slot; the regions tile `0..size`.
-    by_offset: BTreeMap<u64, u32>,
-    /// The free regions that keep a payload, by (size, offset): the exact-reuse
-    /// search is a range lookup instead of a walk over every region.
-    kept: BTreeMap<(u64, u64), u32>,
+    /// The region at offset 0; `NONE` for a block of 0 bytes.
+    head: u32,
+    /// The free regions without payload, in no order (placement scans them all).
+    free: Vec<FreeEntry>,
+    /// The sizes of cached regions, at most `MAX_CACHED_SIZES`, the least recently
+    /// released first.
+    classes: VecDeque<SizeClass>,
+    /// Payloads taken from regions (evicted, split, merged) not yet handed back.
+    evicted: Vec<T>,
 }
 
 /// `x` rounded up to a multiple of `m` (any `m`; 0 = no rounding); `None` on overflow.
 pub(crate) fn round_up(x: u64, m: u64) -> Option<u64> {
     if m <= 1 {
         Some(x)
+    } else if m.is_power_of_two() {
+        // The usual case (granularities are powers of two), without a division.
+        Some(x.checked_add(m - 1)? & !(m - 1))
     } else {
         x.div_ceil(m).checked_mul(m)
     }
@@ -195,8 +287,10 @@ impl<T> RegionAllocator<T> {
             reserved: 0,
             slots: Vec::new(),
             vacant: Vec::new(),
-            by_offset: BTreeMap::new(),
-            kept: BTreeMap::new(),
+            head: NONE,
+            free: Vec::new(),
+            classes: VecDeque::with_capacity(MAX_CACHED_SIZES + 1),
+            evicted: Vec::new(),
         };
         a.insert_whole_block();
         a
@@ -225,14 +319,15 @@ impl<T> RegionAllocator<T> {
 
     /// The regions in offset order; they tile the block.
     pub fn regions(&self) -> impl Iterator<Item = RegionInfo> + '_ {
-        self.by_offset.values().filter_map(move |&s| {
-            self.slots[s as usize].region.as_ref().map(|r| RegionInfo {
+        self.order().map(move |s| {
+            let r = self.region(s);
+            RegionInfo {
                 offset: r.offset,
                 size: r.size,
                 in_use: !r.is_free(),
                 use_count: r.use_count,
                 has_payload: r.payload.is_some(),
-            })
+            }
         })
     }
 
@@ -257,15 +352,15 @@ impl<T> RegionAllocator<T> {
     /// multiple of `alignment` bytes. An alignment of 0 counts as 1; one that is not a
     /// power of two is rounded up to one. `None` if no free space fits.
     ///
-    /// Order of preference:
-    /// 1. a free region whose kept payload fits exactly (offset already aligned, same
-    ///    size): the payload comes back in [`Reservation::cached`];
-    /// 2. the first (lowest-offset) free region that fits;
-    /// 3. the first run of adjacent free regions that fits, merged (what Halide gets by
-    ///    `collect` and a retry, without merging runs it does not need).
+    /// Order of preference (see the module documentation):
+    /// 1. a cached region of exactly this size at an aligned offset: its payload comes
+    ///    back in [`Reservation::cached`];
+    /// 2. the first (lowest-offset) free region without payload that fits;
+    /// 3. the first (lowest-offset) cached region that fits;
+    /// 4. the first run of adjacent free regions that fits, merged.
     ///
-    /// A payload kept on a free region that is split or merged comes back in
-    /// [`Reservation::evicted`] for the caller to destroy.
+    /// The payloads of cached regions split or merged, and those evicted by earlier
+    /// releases, come back in [`Reservation::evicted`] for the caller to destroy.
     pub fn reserve(&mut self, size: u64, alignment: u64) -> Option<Reservation<T>>
     where
         T: Clone,
@@ -275,52 +370,85 @@ impl<T> RegionAllocator<T> {
         if want > self.size - self.reserved {
             return None;
         }
-        // Preference 1 is a lookup in `kept` (free regions with a payload, by size
-        // then offset): the lowest aligned offset of that size, the one a walk in
-        // offset order would find first.
-        let exact = self
-            .kept
-            .range((want, 0)..)
-            .take_while(|((size, _), _)| *size == want)
-            .find(|((_, offset), _)| offset.is_multiple_of(align));
-        if let Some((&(_, at), &s)) = exact {
-            return Some(self.carve(s, at, want, Vec::new()));
-        }
+        let mask = align - 1;
 
-        let first = self.by_offset.values().find_map(|&s| {
-            let r = self.region(s);
-            if !r.is_free() {
-                return None;
+        // 1. Exact reuse.
+        if let Some(c) = self.classes.iter().find(|c| c.size == want) {
+            let mut s = c.head;
+            while s != NONE {
+                let r = self.region(s);
+                if r.offset & mask == 0 {
+                    let at = r.offset;
+                    self.uncache(s);
+                    return Some(self.carve(s, at, want));
+                }
+                s = r.cnext;
             }
-            fit(r.offset, r.end(), align, want).map(|at| (s, at))
-        });
-        if let Some((s, at)) = first {
-            return Some(self.carve(s, at, want, Vec::new()));
         }
 
-        // Runs of adjacent free regions. If a run does not fit from its start, no
-        // later start in it does (same end), so each run is tried once.
-        let mut run: Vec<u32> = Vec::new();
-        let mut start = 0;
-        let mut found = None;
-        for &s in self.by_offset.values() {
-            let r = self.region(s);
-            if !r.is_free() {
-                run.clear();
+        // 2. Address-ordered first fit among the free regions without payload.
+        let mut first: Option<(u64, u32)> = None;
+        let mut first_offset = u64::MAX;
+        for e in &self.free {
+            if e.offset < first_offset {
+                if let Some(at) = fit(e.offset, e.end, align, want) {
+                    first = Some((at, e.slot));
+                    first_offset = e.offset;
+                }
+            }
+        }
+        if let Some((at, s)) = first {
+            return Some(self.carve_plain(s, at, want));
+        }
+
+        // 3. Address-ordered first fit among the cached regions.
+        let mut first: Option<(u64, u32)> = None;
+        for c in &self.classes {
+            if c.size < want {
                 continue;
             }
-            if run.is_empty() {
-                start = r.offset;
-            }
-            run.push(s);
-            if let Some(at) = fit(start, r.end(), align, want) {
-                found = Some(at);
-                break;
+            let mut s = c.head;
+            while s != NONE {
+                let r = self.region(s);
+                if r.offset < first_offset {
+                    if let Some(at) = fit(r.offset, r.end(), align, want) {
+                        first = Some((at, s));
+                        first_offset = r.offset;
+                    }
+                }
+                s = r.cnext;
             }
         }
-        let at = found?;
-        let evicted = self.merge(&run);
-        Some(self.carve(run[0], at, want, evicted))
+        if let Some((at, s)) = first {
+            self.uncache(s);
+            return Some(self.carve(s, at, want));
+        }
+
+        // 4. Runs of adjacent free regions. If a run does not fit from its start, no
+        // later start in it does (same end), so each run is tried once.
+        let mut run = NONE;
+        let mut start = 0;
+        let mut found = None;
+        let mut s = self.head;
+        while s != NONE {
+            let r = self.region(s);
+            if !r.is_free() {
+                run = NONE;
+            } else {
+                if run == NONE {
+                    run = s;
+                    start = r.offset;
+                }
+                if let Some(at) = fit(start, r.end(), align, want) {
+                    found = Some((at, s));
+                    break;
+                }
+            }
+            s = r.next;
+        }
+        let (at, last) = found?;
+        self.merge_run(run, last);
+        Some(self.carve(run, at, want))
     }
 
     /// Attaches the payload (the `VkBuffer` the caller created) to a reserved region.
@@ -353,65 +481,73 @@ impl<T> RegionAllocator<T> {
     }
 
     /// One user less. At zero the region becomes free and keeps its payload for reuse
-    /// (Halide's `release`). Returns the new use count.
+    /// (Halide's `release`), unless that takes the block past [`MAX_CACHED_SIZES`]:
+    /// then the payloads of the size least recently released are evicted, to be handed
+    /// back by the next `reserve`, `collect` or `drain`, and their regions merge with
+    /// free neighbours without payload. A region released without payload is left as
+    /// it is (see the module documentation). Returns the new use count.
     pub fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count -= 1;
-        let (count, offset, size, kept) = (r.use_count, r.offset, r.size, r.payload.is_some());
+        let (count, size, kept) = (r.use_count, r.size, r.payload.is_some());
         if count == 0 {
             self.reserved -= size;
             if kept {
-                self.kept.insert((size, offset), id.slot);
+                self.cache(id.slot);
+            } else {
+                self.push_free(id.slot);
             }
         }
         Ok(count)
     }
 
     /// Like [`release`](Self::release), but at zero the payload is returned for the
-    /// caller to destroy (Halide's `reclaim`). Returns the new use count and, at zero,
-    /// the payload.
+    /// caller to destroy (Halide's `reclaim`), and the region is left as it is, without
+    /// payload. Returns the new use count and, at zero, the payload.
     pub fn reclaim(&mut self, id: RegionId) -> Result<(u32, Option<T>), RegionError> {
-        let count = self.release(id)?;
-        let payload = if count == 0 {
-            let r = self.get_mut(id)?;
-            let (offset, size) = (r.offset, r.size);
-            let payload = r.payload.take();
-            self.kept.remove(&(size, offset));
-            payload
-        } else {
-            None
-        };
-        Ok((count, payload))
+        let r = self.in_use_mut(id)?;
+        r.use_count -= 1;
+        if r.use_count > 0 {
+            return Ok((r.use_count, None));
+        }
+        let payload = r.payload.take();
+        self.reserved -= r.size;
+        self.push_free(id.slot);
+        Ok((0, payload))
     }
 
     /// Merges runs of adjacent free regions; returns the payloads the merged regions
-    /// kept, to destroy. Afterwards no two free regions are adjacent. A free region
-    /// with no free neighbour keeps its payload.
+    /// kept, and those evicted earlier and not yet handed back, to destroy. Afterwards
+    /// no two free regions are adjacent. A free region with no free neighbour keeps
+    /// its payload.
     pub fn collect(&mut self) -> Vec<T> {
-        let order: Vec<u32> = self.by_offset.values().copied().collect();
-        let mut evicted = Vec::new();
-        let mut i = 0;
-        while i < order.len() {
-            if !self.region(order[i]).is_free() {
-                i += 1;
+        let mut s = self.head;
+        while s != NONE {
+            if !self.region(s).is_free() {
+                s = self.region(s).next;
                 continue;
             }
-            let mut j = i;
-            while j + 1 < order.len() && self.region(order[j + 1]).is_free() {
-                j += 1;
+            let mut last = s;
+            loop {
+                let n = self.region(last).next;
+                if n == NONE || !self.region(n).is_free() {
+                    break;
+                }
+                last = n;
             }
-            if j > i {
-                evicted.extend(self.merge(&order[i..=j]));
+            if last != s {
+                self.merge_run(s, last);
+                self.push_free(s);
             }
-            i = j + 1;
+            s = self.region(s).next;
         }
-        evicted
+        std::mem::take(&mut self.evicted)
     }
 
-    /// Every payload, in use or kept, for teardown. Afterwards the block is one free
-    /// region again and every handle is stale.
+    /// Every payload, in use, kept or evicted, for teardown. Afterwards the block is
+    /// one free region again and every handle is stale.
     pub fn drain(&mut self) -> Vec<T> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.evicted);
         for slot in &mut self.slots {
             if let Some(r) = slot.region.take() {
                 out.extend(r.payload);
@@ -419,8 +555,9 @@ impl<T> RegionAllocator<T> {
             }
         }
         self.vacant = (0..self.slots.len() as u32).rev().collect();
-        self.by_offset.clear();
-        self.kept.clear();
+        self.head = NONE;
+        self.free.clear();
+        self.classes.clear();
         self.reserved = 0;
         self.insert_whole_block();
         out
@@ -428,35 +565,49 @@ impl<T> RegionAllocator<T> {
 
     fn insert_whole_block(&mut self) {
         if self.size > 0 {
-            self.insert(Region {
-                offset: 0,
-                size: self.size,
-                use_count: 0,
-                payload: None,
-            });
+            let s = self.new_slot(0, self.size);
+            self.head = s;
+            self.push_free(s);
         }
     }
 
-    /// The region of a slot listed in `by_offset`.
+    /// The slots of the regions, in offset order.
+    fn order(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((self.head != NONE).then_some(self.head), move |&s| {
+            let n = self.region(s).next;
+            (n != NONE).then_some(n)
+        })
+    }
+
+    /// The region of a slot in the offset list.
     fn region(&self, slot: u32) -> &Region<T> {
         self.slots[slot as usize]
             .region
             .as_ref()
-            .expect("slots in by_offset hold a region")
+            .expect("linked slots hold a region")
     }
 
     fn region_mut(&mut self, slot: u32) -> &mut Region<T> {
         self.slots[slot as usize]
             .region
             .as_mut()
-            .expect("slots in by_offset hold a region")
+            .expect("linked slots hold a region")
     }
 
-    /// Adds a free region without payload (the only kind ever inserted).
-    fn insert(&mut self, region: Region<T>) -> u32 {
-        debug_assert!(region.is_free() && region.payload.is_none());
-        let offset = region.offset;
-        let slot = match self.vacant.pop() {
+    /// A slot holding a free region without payload, linked nowhere and in no index.
+    fn new_slot(&mut self, offset: u64, size: u64) -> u32 {
+        let region = Region {
+            offset,
+            size,
+            use_count: 0,
+            payload: None,
+            prev: NONE,
+            next: NONE,
+            pos: NONE,
+            cprev: NONE,
+            cnext: NONE,
+        };
+        match self.vacant.pop() {
             Some(s) => {
                 self.slots[s as usize].region = Some(region);
                 s
@@ -468,85 +619,305 @@ impl<T> RegionAllocator<T> {
                 });
                 (self.slots.len() - 1) as u32
             }
-        };
-        self.by_offset.insert(offset, slot);
-        slot
+        }
     }
 
-    fn remove(&mut self, slot: u32) -> Region<T> {
+    /// Unlinks the region of `slot` from the offset list (it must be in no index) and
+    /// empties the slot; its handles become stale.
+    fn remove_slot(&mut self, slot: u32) -> Region<T> {
         let s = &mut self.slots[slot as usize];
-        let region = s.region.take().expect("slots in by_offset hold a region");
+        let r = s.region.take().expect("linked slots hold a region");
         s.generation += 1;
         self.vacant.push(slot);
-        self.by_offset.remove(&region.offset);
-        if region.payload.is_some() {
-            self.kept.remove(&(region.size, region.offset));
+        if r.prev != NONE {
+            self.region_mut(r.prev).next = r.next;
+        } else {
+            self.head = r.next;
         }
-        region
+        if r.next != NONE {
+            self.region_mut(r.next).prev = r.prev;
+        }
+        r
     }
 
-    /// Merges the adjacent free regions of `run` into the first; returns their payloads.
-    fn merge(&mut self, run: &[u32]) -> Vec<T> {
-        let mut evicted = Vec::new();
-        let mut end = self.region(run[0]).end();
-        for &s in &run[1..] {
-            let r = self.remove(s);
-            end = r.end();
-            evicted.extend(r.payload);
+    /// Links the region of `new` into the offset list right before `at`.
+    fn link_before(&mut self, new: u32, at: u32) {
+        let prev = self.region(at).prev;
+        {
+            let r = self.region_mut(new);
+            r.prev = prev;
+            r.next = at;
         }
-        let first = self.region_mut(run[0]);
-        let (offset, size) = (first.offset, first.size);
-        first.size = end - offset;
-        let payload = first.payload.take();
-        if payload.is_some() {
-            self.kept.remove(&(size, offset));
+        self.region_mut(at).prev = new;
+        if prev != NONE {
+            self.region_mut(prev).next = new;
+        } else {
+            self.head = new;
         }
-        evicted.extend(payload);
+    }
+
+    /// Links the region of `new` into the offset list right after `at`.
+    fn link_after(&mut self, new: u32, at: u32) {
+        let next = self.region(at).next;
+        {
+            let r = self.region_mut(new);
+            r.prev = at;
+            r.next = next;
+        }
+        self.region_mut(at).next = new;
+        if next != NONE {
+            self.region_mut(next).prev = new;
+        }
+    }
+
+    /// Adds the free region without payload of `slot` (in no index) to `free`.
+    fn push_free(&mut self, slot: u32) {
+        let pos = self.free.len() as u32;
+        let r = self.region_mut(slot);
+        debug_assert!(r.is_plain());
+        r.pos = pos;
+        let e = FreeEntry {
+            offset: r.offset,
+            end: r.end(),
+            slot,
+        };
+        self.free.push(e);
+    }
+
+    /// Takes the free region without payload of `slot` out of `free`.
+    fn unfree(&mut self, slot: u32) {
+        let pos = self.region(slot).pos;
+        debug_assert_eq!(self.free[pos as usize].slot, slot);
+        self.free.swap_remove(pos as usize);
+        if let Some(moved) = self.free.get(pos as usize).map(|e| e.slot) {
+            self.region_mut(moved).pos = pos;
+        }
+        self.region_mut(slot).pos = NONE;
+    }
+
+    /// Makes the free region of `slot`, whose payload is gone (or never was), part of
+    /// the free space: merged with its free neighbours without payload (the merged
+    /// regions' handles become stale), and listed in `free`. It must be in no index.
+    fn add_free(&mut self, slot: u32) {
+        let (prev, next) = {
+            let r = self.region(slot);
+            debug_assert!(r.is_plain());
+            (r.prev, r.next)
+        };
+        let mut keep = slot;
+        let mut listed = false;
+        if prev != NONE && self.region(prev).is_plain() {
+            let gone = self.remove_slot(slot);
+            self.region_mut(prev).size += gone.size;
+            self.slots[prev as usize].generation += 1;
+            keep = prev;
+            listed = true;
+        }
+        if next != NONE && self.region(next).is_plain() {
+            self.unfree(next);
+            let gone = self.remove_slot(next);
+            self.region_mut(keep).size += gone.size;
+            self.slots[keep as usize].generation += 1;
+        }
+        if listed {
+            let r = self.region(keep);
+            let end = r.end();
+            let pos = r.pos;
+            self.free[pos as usize].end = end;
+        } else {
+            self.push_free(keep);
+        }
+    }
+
+    /// Keeps the free region of `slot`, which has a payload, for reuse; evicts the size
+    /// least recently released if that makes more than `MAX_CACHED_SIZES` sizes.
+    fn cache(&mut self, slot: u32) {
+        let size = self.region(slot).size;
+        // The class moves to the end: `classes` is in order of the latest release.
+        let head = match self.classes.iter().position(|c| c.size == size) {
+            Some(i) => {
+                if i + 1 < self.classes.len() {
+                    let c = self.classes.remove(i).expect("just found");
+                    self.classes.push_back(c);
+                }
+                let c = self.classes.back_mut().expect("just found");
+                let head = c.head;
+                c.head = slot;
+                c.len += 1;
+                head
+            }
+            None => {
+                self.classes.push_back(SizeClass {
+                    size,
+                    head: slot,
+                    len: 1,
+                });
+                NONE
+            }
+        };
+        {
+            let r = self.region_mut(slot);
+            r.cprev = NONE;
+            r.cnext = head;
+        }
+        if head != NONE {
+            self.region_mut(head).cprev = slot;
+        }
+        if self.classes.len() > MAX_CACHED_SIZES {
+            let class = self
+                .classes
+                .pop_front()
+                .expect("more than MAX_CACHED_SIZES");
+            let mut s = class.head;
+            while s != NONE {
+                let r = self.region_mut(s);
+                let next = r.cnext;
+                r.cprev = NONE;
+                r.cnext = NONE;
+                let payload = r.payload.take();
+                self.evicted.extend(payload);
+                self.add_free(s);
+                s = next;
+            }
+        }
+    }
+
+    /// Takes the cached region of `slot` out of its size class (keeping its payload).
+    fn uncache(&mut self, slot: u32) {
+        let (size, prev, next) = {
+            let r = self.region_mut(slot);
+            let links = (r.size, r.cprev, r.cnext);
+            r.cprev = NONE;
+            r.cnext = NONE;
+            links
+        };
+        if prev != NONE {
+            self.region_mut(prev).cnext = next;
+        }
+        if next != NONE {
+            self.region_mut(next).cprev = prev;
+        }
+        let i = self
+            .classes
+            .iter()
+            .position(|c| c.size == size)
+            .expect("a cached region has a size class");
+        let c = &mut self.classes[i];
+        if prev == NONE {
+            c.head = next;
+        }
+        c.len -= 1;
+        if c.len == 0 {
+            self.classes.remove(i);
+        }
+    }
+
+    /// Takes the free region of `slot` out of whichever index lists it.
+    fn unindex(&mut self, slot: u32) {
+        if self.region(slot).payload.is_some() {
+            self.uncache(slot);
+        } else {
+            self.unfree(slot);
+        }
+    }
+
+    /// Merges the adjacent free regions `first..=last` into `first`, their payloads
+    /// evicted. The result is in no index.
+    fn merge_run(&mut self, first: u32, last: u32) {
+        self.unindex(first);
+        let payload = self.region_mut(first).payload.take();
+        self.evicted.extend(payload);
+        while self.region(first).next != NONE && first != last {
+            let s = self.region(first).next;
+            self.unindex(s);
+            let gone = self.remove_slot(s);
+            self.evicted.extend(gone.payload);
+            self.region_mut(first).size += gone.size;
+            if s == last {
+                break;
+            }
+        }
         // Handles of the first region's last reservation name a region that is gone.
-        self.slots[run[0] as usize].generation += 1;
-        evicted
+        self.slots[first as usize].generation += 1;
     }
 
-    /// Reserves `at..at + want` inside the free region of `slot`, splitting off the
-    /// front and back as free regions.
-    fn carve(&mut self, slot: u32, at: u64, want: u64, mut evicted: Vec<T>) -> Reservation<T>
+    /// Reserves `at..at + want` inside the free region of `slot` (in no index),
+    /// splitting off the front and back as free regions. A payload kept there comes
+    /// back as `cached` if the region is exactly `at..at + want`, and is evicted
+    /// otherwise. Hands back every evicted payload.
+    fn carve(&mut self, slot: u32, at: u64, want: u64) -> Reservation<T>
     where
         T: Clone,
     {
         let r = self.region_mut(slot);
         let (offset, end) = (r.offset, r.end());
-        let had_payload = r.payload.is_some();
         let exact = at == offset && at + want == end;
         let cached = if exact {
             r.payload.clone()
         } else {
-            evicted.extend(r.payload.take());
+            let payload = r.payload.take();
+            self.evicted.extend(payload);
             None
         };
+        let r = self.region_mut(slot);
         r.offset = at;
         r.size = want;
         r.use_count = 1;
-        if had_payload {
-            self.kept.remove(&(end - offset, offset));
-        }
         if at > offset {
-            self.by_offset.remove(&offset);
-            self.by_offset.insert(at, slot);
-            self.insert(Region {
-                offset,
-                size: at - offset,
-                use_count: 0,
-                payload: None,
-            });
+            let front = self.new_slot(offset, at - offset);
+            self.link_before(front, slot);
+            self.add_free(front);
         }
         if at + want < end {
-            self.insert(Region {
-                offset: at + want,
-                size: end - (at + want),
-                use_count: 0,
-                payload: None,
-            });
+            let back = self.new_slot(at + want, end - (at + want));
+            self.link_after(back, slot);
+            self.add_free(back);
         }
+        self.reserved_at(slot, at, want, cached)
+    }
+
+    /// Like [`carve`](Self::carve), for the free region without payload of `slot`, still
+    /// in `free`. Unless it is taken whole, the reserved part gets a new slot and the
+    /// free part left before (or else after) it keeps the slot and its entry in `free`:
+    /// no entry is removed or added, except for the back piece when both are left.
+    fn carve_plain(&mut self, slot: u32, at: u64, want: u64) -> Reservation<T>
+    where
+        T: Clone,
+    {
+        let (offset, end, pos) = {
+            let r = self.region(slot);
+            (r.offset, r.end(), r.pos as usize)
+        };
+        if at == offset && at + want == end {
+            self.unfree(slot);
+            return self.carve(slot, at, want);
+        }
+        let taken = self.new_slot(at, want);
+        self.region_mut(taken).use_count = 1;
+        // Handles of the free region's last reservation name a region that is gone.
+        self.slots[slot as usize].generation += 1;
+        if at == offset {
+            self.link_before(taken, slot);
+            let r = self.region_mut(slot);
+            r.offset = at + want;
+            r.size = end - (at + want);
+            self.free[pos].offset = at + want;
+        } else {
+            self.link_after(taken, slot);
+            self.region_mut(slot).size = at - offset;
+            self.free[pos].end = at;
+            if at + want < end {
+                let back = self.new_slot(at + want, end - (at + want));
+                self.link_after(back, taken);
+                self.add_free(back);
+            }
+        }
+        self.reserved_at(taken, at, want, None)
+    }
+
+    /// The reservation of the region of `slot`, now in use at `at..at + want`, with
+    /// every evicted payload not yet handed back.
+    fn reserved_at(&mut self, slot: u32, at: u64, want: u64, cached: Option<T>) -> Reservation<T> {
         let s = &mut self.slots[slot as usize];
         s.generation += 1;
         self.reserved += want;
@@ -558,7 +929,7 @@ impl<T> RegionAllocator<T> {
             offset: at,
             size: want,
             cached,
-            evicted,
+            evicted: std::mem::take(&mut self.evicted),
         }
     }
 
@@ -590,19 +961,6 @@ impl<T> RegionAllocator<T> {
         Ok(r)
     }
 
-    /// Panics unless `kept` lists exactly the free regions that keep a payload.
-    #[cfg(test)]
-    fn check_indexes(&self) {
-        let kept: BTreeMap<(u64, u64), u32> = self
-            .by_offset
-            .values()
-            .map(|&s| (s, self.region(s)))
-            .filter(|(_, r)| r.is_free() && r.payload.is_some())
-            .map(|(s, r)| ((r.size, r.offset), s))
-            .collect();
-        assert_eq!(self.kept, kept, "kept index");
-    }
-
     fn in_use_mut(&mut self, id: RegionId) -> Result<&mut Region<T>, RegionError> {
         let r = self.get_mut(id)?;
         if r.is_free() {
@@ -614,8 +972,75 @@ impl<T> RegionAllocator<T> {
         }
         Ok(r)
     }
-}
 
+    /// Panics unless the offset list, `free` and the size classes agree with the
+    /// regions: the list tiles the block; `free` lists exactly the free regions
+    /// without payload; the classes list exactly the cached regions, by size, at most
+    /// `MAX_CACHED_SIZES` of them.
+    #[cfg(test)]
+    fn check_indexes(&self) {
+        use std::collections::BTreeSet;
+        let order: Vec<u32> = self.order().collect();
+        let mut at = 0;
+        let mut prev = NONE;
+        let mut plain = BTreeSet::new();
+        let mut cached = BTreeSet::new();
+        for &s in &order {
+            let r = self.region(s);
+            assert_eq!(r.prev, prev, "prev link of slot {s}");
+            assert_eq!(r.offset, at, "regions tile the block");
+            assert!(r.size > 0);
+            if r.is_plain() {
+                let e = self.free[r.pos as usize];
+                assert_eq!(
+                    e,
+                    FreeEntry {
+                        offset: r.offset,
+                        end: r.end(),
+                        slot: s
+                    }
+                );
+                plain.insert(s);
+            } else if r.is_free() {
+                cached.insert(s);
+            }
+            at = r.end();
+            prev = s;
+        }
+        assert_eq!(at, self.size);
+        let live = self.slots.iter().filter(|s| s.region.is_some()).count();
+        assert_eq!(live, order.len(), "slots outside the offset list");
+        assert_eq!(live + self.vacant.len(), self.slots.len());
+        assert_eq!(
+            self.free.len(),
+            plain.len(),
+            "free lists every plain region once"
+        );
+        assert!(self.classes.len() <= MAX_CACHED_SIZES);
+        let mut listed = BTreeSet::new();
+        for (i, c) in self.classes.iter().enumerate() {
+            assert!(self.classes.iter().take(i).all(|d| d.size != c.size));
+            let mut s = c.head;
+            let mut back = NONE;
+            let mut len = 0;
+            while s != NONE {
+                let r = self.region(s);
+                assert_eq!(r.cprev, back);
+                assert_eq!(r.size, c.size);
+                assert!(listed.insert(s), "slot {s} in two classes");
+                len += 1;
+                back = s;
+                s = r.cnext;
+            }
+            assert_eq!(len, c.len);
+            assert!(len > 0, "empty size class");
+        }
+        assert_eq!(
+            listed, cached,
+            "size classes list exactly the cached regions"
+        );
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1019,7 +1444,7 @@ mod tests {
                 assert_eq!(a.payload(l.id).unwrap().copied(), l.token);
             }
             // Every kept payload, free regions included, sits where it was bound.
-            for &s in a.by_offset.values() {
+            for s in a.order() {
                 let r = a.region(s);
                 if let Some(t) = r.payload {
                     assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)), "payload {t}");
