@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
 cargo build --release -q -p vkcopy-suite
-exec target/release/vkcopy-suite run "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/vkcopy-suite" run "$@"

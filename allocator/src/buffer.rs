@@ -218,10 +218,24 @@ pub fn dense_dims(extents: &[i64]) -> Vec<Dim> {
                 extent,
                 stride,
             };
-            stride *= extent.max(1);
+            // Saturates: an overflowing shape is refused by the size check after.
+            stride = stride.saturating_mul(extent.max(1));
             d
         })
         .collect()
+}
+
+/// Zeroed host memory of `bytes`, or an error naming the buffer when the system
+/// cannot provide it.
+fn host_bytes(name: &str, bytes: u64) -> Result<HostBytes> {
+    usize::try_from(bytes)
+        .ok()
+        .and_then(HostBytes::try_zeroed)
+        .ok_or_else(|| {
+            Error::BadDimensions(format!(
+                "{name}: cannot allocate {bytes} bytes of host memory"
+            ))
+        })
 }
 
 fn check_dims(name: &str, dims: &[Dim]) -> Result<()> {
@@ -255,7 +269,7 @@ fn check_dims(name: &str, dims: &[Dim]) -> Result<()> {
 }
 
 /// Bytes spanned by `dims` from the element at the mins to the last element, inclusive.
-pub(crate) fn span_bytes(elem: ElemType, dims: &[Dim]) -> Option<u64> {
+pub fn span_bytes(elem: ElemType, dims: &[Dim]) -> Option<u64> {
     if dims.iter().any(|d| d.extent == 0) {
         return Some(0);
     }
@@ -279,10 +293,13 @@ impl Buffer {
         let bytes = span_bytes(elem, &dims)
             .filter(|&b| b <= isize::MAX as u64)
             .ok_or_else(|| Error::BadDimensions(format!("{name}: size overflows")))?;
-        let host = host.then(|| HostView {
-            memory: Arc::new(RwLock::new(HostBytes::zeroed(bytes as usize))),
-            offset: 0,
-        });
+        let host = match host {
+            true => Some(HostView {
+                memory: Arc::new(RwLock::new(host_bytes(name, bytes)?)),
+                offset: 0,
+            }),
+            false => None,
+        };
         Ok(Buffer {
             name: name.to_owned(),
             elem,
@@ -315,14 +332,15 @@ impl Buffer {
     }
 
     /// Gives the buffer host memory (zeros) if it has none.
-    pub(crate) fn ensure_host(&mut self) {
+    pub(crate) fn ensure_host(&mut self) -> Result<()> {
         if self.host.is_none() {
-            let bytes = self.size_in_bytes() as usize;
+            let bytes = self.size_in_bytes();
             self.host = Some(HostView {
-                memory: Arc::new(RwLock::new(HostBytes::zeroed(bytes))),
+                memory: Arc::new(RwLock::new(host_bytes(self.name(), bytes)?)),
                 offset: 0,
             });
         }
+        Ok(())
     }
 
     /// The host side: shared memory and the offset of the element at the mins.

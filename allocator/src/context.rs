@@ -455,7 +455,12 @@ fn pick_device(
         DeviceSelector::Type(t) => props.iter().position(|p| t.matches(p.device_type)),
     };
     found.ok_or_else(|| Error::NoMatchingDevice {
-        wanted: format!("{selector:?}"),
+        wanted: match selector {
+            DeviceSelector::Default => "any device".to_owned(),
+            DeviceSelector::Index(i) => format!("index {i}"),
+            DeviceSelector::Name(n) => format!("a name containing '{n}'"),
+            DeviceSelector::Type(t) => format!("type {t:?}"),
+        },
         available: listing(),
     })
 }

@@ -153,7 +153,7 @@ impl Context {
     /// Gives `buf` host memory (zeros) if it has none, and device memory
     /// (Halide's `device_and_host_malloc`).
     pub fn device_and_host_malloc(&self, buf: &mut Buffer) -> Result<()> {
-        buf.ensure_host();
+        buf.ensure_host()?;
         self.device_malloc(buf)
     }
 

@@ -29,21 +29,30 @@ unsafe impl Send for HostBytes {}
 unsafe impl Sync for HostBytes {}
 
 impl HostBytes {
-    /// `len` zero bytes. Panics only if the allocator cannot provide them, as `vec!` does.
-    pub fn zeroed(len: usize) -> Self {
-        let capacity = len.max(1).next_multiple_of(HOST_ALIGNMENT);
-        let layout =
-            Layout::from_size_align(capacity, HOST_ALIGNMENT).expect("size checked by the caller");
+    /// `len` zero bytes; None when the system cannot provide them (unlike `vec!`,
+    /// which aborts the process).
+    pub fn try_zeroed(len: usize) -> Option<Self> {
+        let capacity = len.max(1).checked_next_multiple_of(HOST_ALIGNMENT)?;
+        let layout = Layout::from_size_align(capacity, HOST_ALIGNMENT).ok()?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
-        };
-        HostBytes {
+        let ptr = NonNull::new(raw)?;
+        Some(HostBytes {
             ptr,
             len,
             capacity,
             hooks: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// `len` zero bytes. Aborts like `vec!` when they cannot be had; the runtime uses
+    /// [`HostBytes::try_zeroed`].
+    pub fn zeroed(len: usize) -> Self {
+        match Self::try_zeroed(len) {
+            Some(b) => b,
+            None => alloc::handle_alloc_error(
+                Layout::from_size_align(len.max(1), HOST_ALIGNMENT).unwrap_or(Layout::new::<u8>()),
+            ),
         }
     }
 

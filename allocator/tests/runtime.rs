@@ -347,3 +347,15 @@ fn a_native_vk_buffer_wraps_as_a_region_and_detaches() {
         device.free_memory(memory, None);
     }
 }
+
+#[test]
+fn impossible_host_memory_is_an_error_not_an_abort() {
+    for extents in [
+        &[100_000_000_000_000i64][..],
+        &[i64::MAX],
+        &[1 << 40, 1 << 40],
+    ] {
+        let e = Buffer::new("huge", ElemType::U8, extents).unwrap_err();
+        assert_eq!(e.name(), "bad_dimensions", "{extents:?}: {e}");
+    }
+}

@@ -15,8 +15,14 @@ pub fn cases_root() -> PathBuf {
 
 /// Case files below `root`, sorted by path.
 pub fn case_files(root: &Path) -> Result<Vec<PathBuf>, String> {
-    let pattern = root.join("**").join("*.yaml");
-    let pattern = pattern.to_string_lossy();
+    if !root.is_dir() {
+        return Err(format!("{} is not a folder", root.display()));
+    }
+    // The root is taken literally: brackets in a folder name are not a glob.
+    let pattern = format!(
+        "{}/**/*.yaml",
+        glob::Pattern::escape(&root.to_string_lossy())
+    );
     let devices = root.join("devices");
     let mut out = Vec::new();
     for entry in glob::glob(&pattern).map_err(|e| format!("{pattern}: {e}"))? {
@@ -36,6 +42,13 @@ pub fn name_matches(pattern: &str, name: &str) -> bool {
     glob::Pattern::new(&pattern)
         .map(|p| p.matches(name))
         .unwrap_or(false)
+}
+
+/// Checks that `pattern` is a valid glob, for command-line filters.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    glob::Pattern::new(&pattern.replace('/', "::"))
+        .map(|_| ())
+        .map_err(|e| format!("'{pattern}' is not a valid glob: {e}"))
 }
 
 #[cfg(test)]

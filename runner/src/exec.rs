@@ -361,7 +361,16 @@ fn step(
                     let (mut lo, mut ext) = (Vec::new(), Vec::new());
                     for (d, (&m, &e)) in whole.dims().iter().zip(min.iter().zip(extent)) {
                         let a = m.max(d.min);
-                        let b = (m + e).min(d.min + d.extent).max(a);
+                        let b = m.saturating_add(e).min(d.min + d.extent);
+                        if b <= a {
+                            return Err(StepError::Check(format!(
+                                "expect {}: the box [{m}, {}) does not meet the buffer's [{}, {}) in a dimension",
+                                whole.name(),
+                                m.saturating_add(e),
+                                d.min,
+                                d.min + d.extent
+                            )));
+                        }
                         lo.push(a);
                         ext.push(b - a);
                     }

@@ -2,12 +2,20 @@
 //! memory-type selection questions on recorded tables, and lists devices.
 
 use std::path::PathBuf;
+
+/// `println!` that ignores a closed stdout (`vkcopy-suite list | head` must not panic).
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use vkcopy::memory::policy::MemoryRequest;
 use vkcopy::{Context, ContextOptions, MemoryTable, Policy, Role};
-use vkcopy_suite::discover::{case_files, cases_root, name_matches};
+use vkcopy_suite::discover::{case_files, cases_root, check_pattern, name_matches};
 use vkcopy_suite::exec::{self, Outcome, Status};
 use vkcopy_suite::expectations::Expectations;
 use vkcopy_suite::plan;
@@ -116,7 +124,7 @@ fn select(table: &std::path::Path, request: &str, policy: Policy) -> ExitCode {
     };
     match policy.select(&t, &req, u32::MAX) {
         Ok(ty) => {
-            println!("{}", t.describe_type(ty));
+            out!("{}", t.describe_type(ty));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -133,8 +141,8 @@ fn devices() -> ExitCode {
     match Context::list_devices() {
         Ok(list) => {
             for d in list {
-                println!("# device {}: {} ({:?})", d.index, d.name, d.device_type);
-                println!("{}", d.memory.to_yaml());
+                out!("# device {}: {} ({:?})", d.index, d.name, d.device_type);
+                out!("{}", d.memory.to_yaml());
             }
             ExitCode::SUCCESS
         }
@@ -150,7 +158,7 @@ fn list(cases: Option<PathBuf>) -> ExitCode {
     match case_files(&root) {
         Ok(files) => {
             for f in files {
-                println!("{}", plan::case_name(&root, &f));
+                out!("{}", plan::case_name(&root, &f));
             }
             ExitCode::SUCCESS
         }
@@ -170,6 +178,12 @@ fn run(
     expectations: Option<PathBuf>,
 ) -> ExitCode {
     let root = cases.unwrap_or_else(cases_root);
+    if let Some(f) = &filter {
+        if let Err(e) = check_pattern(f) {
+            eprintln!("error: --filter {e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut options = match ContextOptions::from_env() {
         Ok(o) => o,
         Err(e) => {
@@ -212,18 +226,30 @@ fn run(
                 None,
             )
         }
-        Err(e) => (DeviceRecord::default(), Some(e.to_string())),
+        // No loader or no device: the device cases fail, the others still run.
+        Err(e @ (vkcopy::Error::LoaderMissing(_) | vkcopy::Error::NoDevice)) => {
+            (DeviceRecord::default(), Some(e.to_string()))
+        }
+        // Anything else is a setting to fix (VKCOPY_DEVICE, VKCOPY_ALLOC_CONFIG, ...).
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     match &device_error {
-        None => println!(
+        None => out!(
             "device: {} ({}, {}), policy {}",
-            device.name, device.device_type, device.driver, options.policy
+            device.name,
+            device.device_type,
+            device.driver,
+            options.policy
         ),
-        Some(e) => println!("no Vulkan device: {e}"),
+        Some(e) => out!("no Vulkan device: {e}"),
     }
     let probe = Report {
         device: device.clone(),
         policy: String::new(),
+        simulated_memory: None,
         cases: Vec::new(),
     };
     let default_file = root
@@ -235,7 +261,7 @@ fn run(
         None => Expectations::default(),
         Some(path) => match Expectations::load(&path) {
             Ok(e) => {
-                println!("expectations: {}", path.display());
+                out!("expectations: {}", path.display());
                 match &device_type {
                     Some(t) => e.for_device(*t),
                     None => e,
@@ -247,9 +273,14 @@ fn run(
             }
         },
     };
+    let simulated_memory = options.simulate_memory.as_ref().map(|t| t.name.clone());
+    if let Some(t) = &simulated_memory {
+        out!("simulating the memory table of {t}");
+    }
     let mut report = Report {
         device,
         policy: options.policy.to_string(),
+        simulated_memory,
         cases: Vec::new(),
     };
     for path in files {
@@ -269,13 +300,13 @@ fn run(
         };
         let outcome = expectations.apply(&name, outcome);
         match outcome.status {
-            Status::Pass => println!("pass  {name} ({:.2} s)", outcome.seconds),
-            Status::Skip => println!("skip  {name}: {}", outcome.message),
-            Status::ExpectedFail => println!(
+            Status::Pass => out!("pass  {name} ({:.2} s)", outcome.seconds),
+            Status::Skip => out!("skip  {name}: {}", outcome.message),
+            Status::ExpectedFail => out!(
                 "xfail {name}: {}",
                 outcome.message.lines().next().unwrap_or("")
             ),
-            Status::Fail | Status::UnexpectedPass => println!(
+            Status::Fail | Status::UnexpectedPass => out!(
                 "FAIL  {name}\n      {}",
                 outcome.message.replace('\n', "\n      ")
             ),
@@ -286,8 +317,19 @@ fn run(
             outcome,
         });
     }
+    if report.cases.is_empty() {
+        eprintln!(
+            "error: no case{} in {}",
+            filter
+                .as_deref()
+                .map(|f| format!(" matches '{f}'"))
+                .unwrap_or_default(),
+            root.display()
+        );
+        return ExitCode::from(2);
+    }
     match report.write(&report_dir) {
-        Ok(dir) => println!("report: {}", dir.display()),
+        Ok(dir) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}",
             report_dir.display()
@@ -295,9 +337,9 @@ fn run(
     }
     let summary = report.summary();
     if summary.expected_failures > 0 {
-        println!("{} expected failures", summary.expected_failures);
+        out!("{} expected failures", summary.expected_failures);
     }
-    println!("{summary}");
+    out!("{summary}");
     if summary.failed > 0 {
         ExitCode::FAILURE
     } else {

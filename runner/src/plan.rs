@@ -36,6 +36,34 @@ pub const EXPECTABLE_ERRORS: &[&str] = &[
     "unsupported_type",
 ];
 
+/// Most bytes a case's buffer may span: a guard against typos that would ask the
+/// host for terabytes (the runtime itself has no such limit).
+pub const MAX_BUFFER_BYTES: u64 = 4 << 30;
+/// Most elements of a buffer or view a case may walk: expect and fill visit each.
+pub const MAX_ELEMENTS: u64 = 1 << 31;
+/// Longest expression a case may write: kernels compile it to WGSL, whose parser
+/// has a recursion limit.
+pub const MAX_EXPR_LEN: usize = 4096;
+/// Most repeats of a `measure` step.
+pub const MAX_REPEAT: u32 = 100_000;
+
+/// Checks a buffer's or view's shape against the case limits.
+fn check_size(elem: ElemType, dims: &[Dim], what: &str) -> Result<(), String> {
+    let elements = dims
+        .iter()
+        .try_fold(1u64, |n, d| n.checked_mul(d.extent.max(0) as u64))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| format!("{what}: more than {MAX_ELEMENTS} elements"))?;
+    let _ = elements;
+    let bytes = vkcopy::buffer::span_bytes(elem, dims)
+        .filter(|&b| b <= MAX_BUFFER_BYTES)
+        .ok_or_else(|| {
+            format!("{what}: spans more than {MAX_BUFFER_BYTES} bytes (the case limit)")
+        })?;
+    let _ = bytes;
+    Ok(())
+}
+
 /// A device type a case may require.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceReq {
@@ -402,8 +430,17 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
             .split_once(": ")
             .filter(|(pre, _)| pre.starts_with("error"))
             .map_or(first.clone(), |(_, rest)| rest.to_owned());
+        let message = message
+            .strip_prefix(&format!("line {line} column {column}: "))
+            .map(str::to_owned)
+            .unwrap_or(message);
+        // serde names unknown fields and variants itself; for a bad value, name the
+        // key written before it on that line.
+        let names_itself = message.contains("unknown field") || message.contains("unknown variant");
         let message = match field_at(src, line, column) {
-            Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
+            Some(f) if !names_itself && !message.contains(&format!("`{f}`")) => {
+                format!("field `{f}`: {message}")
+            }
             _ => message,
         };
         CaseError {
@@ -572,6 +609,7 @@ fn runtime(cx: &Ctx, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
                 d.stride = st;
             }
         }
+        check_size(elem, &dims, &format!("buffer {name}")).map_err(|m| cx.err(at, m))?;
         buffers.push(BufferDecl {
             name: name.clone(),
             elem,
@@ -655,8 +693,24 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
         Ok(())
     };
     let expr = |syms: &Symbols, b: usize, field: &str, src: &str| -> Result<Expr, CaseError> {
+        // Long expressions are quoted by their start only.
+        let shown: String = src.chars().take(60).collect();
+        let shown = if shown.len() < src.len() {
+            format!("{shown}...")
+        } else {
+            shown
+        };
+        if src.len() > MAX_EXPR_LEN {
+            return Err(cx.err(
+                at,
+                format!(
+                    "{name}: field {field}: '{shown}': {} characters; at most {MAX_EXPR_LEN}",
+                    src.len()
+                ),
+            ));
+        }
         let e = Expr::parse(src)
-            .map_err(|e| cx.err(at, format!("{name}: field {field}: '{src}': {e}")))?;
+            .map_err(|e| cx.err(at, format!("{name}: field {field}: '{shown}': {e}")))?;
         let dims = syms.slots[b].dims.len();
         if let Some(d) = e.max_dim() {
             if d >= dims {
@@ -720,6 +774,9 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                 (Some(m), Some(e)) => {
                     same_len("min", m, n)?;
                     same_len("extent", e, n)?;
+                    if let Some(x) = e.iter().find(|&&x| x < 0) {
+                        return Err(cx.err(at, format!("expect: field extent: {x} is negative")));
+                    }
                     Some((m.clone(), e.clone()))
                 }
                 _ => return Err(cx.err(at, "expect: give both `min` and `extent`, or neither")),
@@ -831,6 +888,8 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                 })
                 .collect();
             let parent = &syms.slots[f];
+            check_size(parent.elem, &dims, &format!("view {to}"))
+                .map_err(|m| cx.err(&step.referenced, m))?;
             let slot = Slot {
                 name: to.clone(),
                 elem: parent.elem,
@@ -1001,8 +1060,16 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                     .collect::<Result<Vec<_>, _>>()
             };
             let repeat = m.repeat.unwrap_or(3);
-            if repeat == 0 {
-                return Err(cx.err(at, "measure: field repeat: at least 1"));
+            if repeat == 0 || repeat > MAX_REPEAT {
+                return Err(cx.err(at, format!("measure: field repeat: 1 to {MAX_REPEAT}")));
+            }
+            for (field, map) in [("min_gbps", &m.min_gbps), ("max_us", &m.max_us)] {
+                if let Some((k, v)) = map.iter().find(|(_, v)| !v.is_finite() || **v < 0.0) {
+                    return Err(cx.err(
+                        at,
+                        format!("measure: field {field}: {k}: {v} is not a non-negative number"),
+                    ));
+                }
             }
             OpKind::Measure(Measure {
                 op,
@@ -1222,6 +1289,34 @@ mod tests {
     fn bad_request_is_an_error() {
         let e = parse_err("about: a\nselection:\n  table: lavapipe\n  expect:\n    - { request: sideways, vkcopy: 0 }\n");
         assert!(e.contains("bad.yaml:5:7: request 'sideways'"), "{e}");
+    }
+
+    #[test]
+    fn huge_buffers_are_refused_where_written() {
+        for extent in [
+            "[100000000000]",
+            "[4294967296, 4294967296]",
+            "[9223372036854775807]",
+        ] {
+            let e = parse_err(&format!(
+                "about: a\nbuffers:\n  g: {{ type: u8, extent: {extent} }}\nsteps:\n  - copy_to_host: g\n"
+            ));
+            assert!(e.contains("bad.yaml:3:6: buffer g: "), "{e}");
+        }
+        let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2, 2], stride: [1, 1000000000000] }\nsteps:\n  - copy_to_host: g\n");
+        assert!(e.contains("spans more than"), "{e}");
+        let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2] }\nsteps:\n  - view: { from: g, to: v, at: [0], extent: [1000000, 1000000], stride: [0, 0] }\n");
+        assert!(e.contains("bad.yaml:5:5: view v: more than"), "{e}");
+        let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2] }\nsteps:\n  - measure: { copy_to_host: g, repeat: 4000000000 }\n");
+        assert!(e.contains("field repeat"), "{e}");
+    }
+
+    #[test]
+    fn long_expressions_are_quoted_by_their_start() {
+        let long = "x+".repeat(3000) + "x";
+        let e = parse_err(&format!("about: a\nbuffers:\n  g: {{ type: u8, extent: [2] }}\nsteps:\n  - fill_host: {{ buffer: g, value: \"{long}\" }}\n"));
+        assert!(e.len() < 300, "{e}");
+        assert!(e.contains("at most 4096"), "{e}");
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct CaseRecord {
 pub struct Report {
     pub device: DeviceRecord,
     pub policy: String,
+    /// The recorded memory table presented to the allocator, if any (`--simulate-memory`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_memory: Option<String>,
     pub cases: Vec<CaseRecord>,
 }
 
@@ -89,14 +92,25 @@ impl Report {
 
     /// A folder name for the device: lower case, letters, digits and '-'.
     pub fn device_slug(&self) -> String {
-        device_slug(&self.device.name)
+        match &self.simulated_memory {
+            None => device_slug(&self.device.name),
+            Some(t) => format!(
+                "{}-simulating-{}",
+                device_slug(&self.device.name),
+                device_slug(t)
+            ),
+        }
     }
 
     /// The Markdown summary: counts, then a table of failures and skips.
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# vkcopy-suite on {}\n\nDriver: {}, Vulkan {}, policy `{}`.\n\n**{}**\n\n",
+            "# vkcopy-suite on {}{}\n\nDriver: {}, Vulkan {}, policy `{}`.\n\n**{}**\n\n",
             self.device.name,
+            self.simulated_memory
+                .as_deref()
+                .map(|t| format!(", simulating {t}"))
+                .unwrap_or_default(),
             self.device.driver,
             self.device.api_version,
             self.policy,

@@ -25,6 +25,14 @@ fn main() {
     });
     // Probe the device once, to skip what it cannot run before running anything.
     let probe = Context::new(options.clone());
+    // A missing loader or device ignores (or, in CI, fails) the device cases; any
+    // other error is a setting to fix, and must not pass quietly.
+    if let Err(e) = &probe {
+        if !matches!(e, vkcopy::Error::LoaderMissing(_) | vkcopy::Error::NoDevice) {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    }
     let device = match &probe {
         Ok(ctx) => Ok(ctx.info().device_type),
         Err(e) => Err(e.to_string()),

@@ -307,7 +307,10 @@ impl Allocator {
             return self.within_budget(heap, bytes);
         }
         let h = heap as usize;
-        st.heap_used[h] + st.heap_filler[h] + bytes <= self.table.heaps[h].size
+        st.heap_used[h]
+            .saturating_add(st.heap_filler[h])
+            .saturating_add(bytes)
+            <= self.table.heaps[h].size
     }
 
     /// Whether `bytes` more stay within the driver's budget for `heap`
