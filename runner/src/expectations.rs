@@ -98,6 +98,19 @@ impl Expectations {
             .map(|e| e.reason.as_str())
     }
 
+    /// Entries that match none of `names`: stale, or misspelt.
+    pub fn unmatched<'a>(&'a self, names: &[String]) -> Vec<&'a str> {
+        self.entries
+            .iter()
+            .filter(|e| {
+                !names
+                    .iter()
+                    .any(|n| e.case == *n || name_matches(&e.case, n))
+            })
+            .map(|e| e.case.as_str())
+            .collect()
+    }
+
     /// Applies the list to an outcome.
     pub fn apply(&self, name: &str, mut out: Outcome) -> Outcome {
         let Some(reason) = self.reason(name) else {

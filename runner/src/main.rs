@@ -335,6 +335,12 @@ fn run(
             report_dir.display()
         ),
     }
+    if filter.is_none() {
+        let names: Vec<String> = report.cases.iter().map(|c| c.name.clone()).collect();
+        for stale in expectations.unmatched(&names) {
+            eprintln!("warning: the expectations entry '{stale}' matches no case");
+        }
+    }
     let summary = report.summary();
     if summary.expected_failures > 0 {
         out!("{} expected failures", summary.expected_failures);

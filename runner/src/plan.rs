@@ -756,6 +756,16 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             buffer,
             host,
             device,
+        } if host.is_none() && device.is_none() => {
+            return Err(cx.err(
+                at,
+                format!("set_dirty: give `host`, `device` or both for {buffer}"),
+            ));
+        }
+        Step::SetDirty {
+            buffer,
+            host,
+            device,
         } => OpKind::SetDirty {
             buffer: buf(syms, buffer)?,
             host: *host,
