@@ -10,4 +10,5 @@ pub mod expectations;
 /// The expression language of cases lives in the runtime, which also compiles it to WGSL.
 pub use vkcopy::expr;
 pub mod plan;
+pub mod plot;
 pub mod report;

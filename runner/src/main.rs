@@ -69,6 +69,16 @@ enum Command {
     },
     /// Prints every Vulkan device and its memory table in the recorded-table form.
     Devices,
+    /// Draws the measured throughput of one or more results.json reports into one SVG
+    /// (e.g. the same device under several policies).
+    Plot {
+        /// Reports as LABEL=PATH (or PATH), in the order to draw them.
+        reports: Vec<String>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "vkcopy-suite throughput")]
+        title: String,
+    },
     /// Lists the cases.
     List {
         #[arg(long)]
@@ -101,6 +111,11 @@ fn main() -> ExitCode {
         } => select(&table, &request, policy),
         Command::Devices => devices(),
         Command::List { cases } => list(cases),
+        Command::Plot {
+            reports,
+            out,
+            title,
+        } => plot(&reports, &out, &title),
     }
 }
 
@@ -132,6 +147,36 @@ fn select(table: &std::path::Path, request: &str, policy: Policy) -> ExitCode {
                 "error: {request} ({req}) under {policy} on {}: {e}",
                 table.display()
             );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
+    let mut bars = Vec::new();
+    for r in reports {
+        let (label, path) = match r.split_once('=') {
+            Some((l, p)) => (format!("{l} "), p),
+            None => (String::new(), r.as_str()),
+        };
+        let json = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string()));
+        match json {
+            Ok(v) => bars.extend(vkcopy_suite::plot::bars_from_report(&v, &label)),
+            Err(e) => {
+                eprintln!("error: {path}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match vkcopy_suite::plot::throughput_svg(&bars, title, out) {
+        Ok(()) => {
+            out!("wrote {}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -184,8 +184,8 @@ impl Report {
         report.to_string().unwrap_or_default()
     }
 
-    /// Writes `results.json`, `junit.xml` and `summary.md` into `dir/<device>/`;
-    /// returns that folder.
+    /// Writes `results.json`, `junit.xml`, `summary.md` and (when the run measured
+    /// copies) `throughput.svg` into `dir/<device>/`; returns that folder.
     pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let out = dir.join(self.device_slug());
         std::fs::create_dir_all(&out)?;
@@ -193,6 +193,16 @@ impl Report {
         std::fs::write(out.join("results.json"), json)?;
         std::fs::write(out.join("summary.md"), self.markdown())?;
         std::fs::write(out.join("junit.xml"), self.junit())?;
+        let json = serde_json::to_value(self).map_err(std::io::Error::other)?;
+        let bars = crate::plot::bars_from_report(&json, "");
+        if !bars.is_empty() {
+            let title = format!(
+                "vkcopy-suite on {}, policy {}",
+                self.device.name, self.policy
+            );
+            crate::plot::throughput_svg(&bars, &title, &out.join("throughput.svg"))
+                .map_err(std::io::Error::other)?;
+        }
         Ok(out)
     }
 }

@@ -215,3 +215,30 @@ fn simulate_memory_from_the_environment() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/table.yaml"));
 }
+
+#[test]
+fn plot_draws_the_measured_copies_of_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.svg");
+    let report = repo().join("reports/baselines/nvidia-h200/results.json");
+    let run = suite()
+        .arg("plot")
+        .arg(format!("h200={}", report.display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+    assert!(
+        svg.contains("h200 perf::readback_64mib: copy_to_host g"),
+        "labels name report, case and copy"
+    );
+    let bad = suite()
+        .args(["plot", "no/such.json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
