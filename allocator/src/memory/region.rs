@@ -17,24 +17,48 @@
 //! block for nothing: in the allocator benchmark (`bench/README.md`, sizes 1 KiB to
 //! 1 MiB log-uniform), a 32 MiB block broke up into about 1 500 regions, 98% of the
 //! reserves missed the cache all the same, and every reserve walked the regions: 700
-//! ns per reserve+release at this level, 3.1 µs with 256 regions held at once, 3.5 to
-//! 9 times gpu-allocator's time. So the cache is bounded by the number of distinct
-//! sizes: each block caches regions of at most [`MAX_CACHED_SIZES`] (16) sizes. A
-//! release that would add a 17th size evicts the payloads of the size least recently
-//! released; they are queued and handed back, for the caller to destroy, by the next
-//! `reserve` in this block ([`Reservation::evicted`]), by `collect` or by `drain`. The
-//! bound is on sizes, not on regions, so that repeated requests of a few sizes (the
-//! common case: the same tensor shapes again and again) keep every buffer however
-//! many are alive at once: 256 regions of 64 KiB released together are all reused by
-//! the next 256 requests. A bound of 16 *regions* would have dropped 240 of them per
-//! round (measured: a miss per reserve in the fixed-size batch rows). Least recently
-//! released and the one just released measure the same with random sizes; least
-//! recently released follows a workload whose sizes change.
+//! ns per reserve+release at this level (replaying the benchmark's requests without
+//! Vulkan), 3.1 µs with 256 regions held at once, and 3.5 to 9 times gpu-allocator's
+//! time in the benchmark. So each block caches regions of at most
+//! [`MAX_CACHED_SIZES`] (16) distinct sizes. The bound is on sizes, not on regions,
+//! so that repeated requests of a few sizes (the common case: the same tensor shapes
+//! again and again) keep every buffer however many are alive at once: 256 regions of
+//! 64 KiB released together are all reused by the next 256 requests. A bound of 16
+//! *regions* would drop 240 of them per round, a `vkCreateBuffer` per reserve in the
+//! benchmark's fixed-size batch rows.
+//!
+//! When 16 sizes are cached, a region released with a 17th size is not cached: its
+//! payload is evicted at once, unless that size was refused lately (it is among the
+//! last [`GHOSTS`] sizes refused, the "ghosts" of ARC and 2Q): then it is cached and
+//! the size least recently released is evicted instead, all its regions. Sizes that
+//! come back get in, one-off sizes do not flush them out, and a workload whose sizes
+//! change gets its new sizes cached from their second release. Measured in the
+//! benchmark's "mixed single" row (lavapipe; ns per reserve+release, best runs; the
+//! hit rates at the region level):
+//!
+//! | when full, a new size | ns | cache hits |
+//! |---|---:|---:|
+//! | evicts the size least recently released (plain LRU) | 265 | 2.0% |
+//! | is never cached (the region just released is evicted) | 232 | 3.3% |
+//! | is cached if refused lately (this) | 250 | 7.6% |
+//! | gpu-allocator, with a buffer created and destroyed, for scale | 240-260 | |
+//!
+//! Plain LRU evicts an older cached region elsewhere in the block on every release
+//! of a one-off size, so cached islands keep moving and the free space stays in more
+//! pieces; it also flushes the sizes that do repeat. Never caching a new size is the
+//! fastest here, where the first 16 sizes happen to sit packed at the start of a
+//! fresh block, but a workload whose sizes change would never cache its new ones. The
+//! hit rate counts more on a real driver, where `vkCreateBuffer` costs more than on
+//! lavapipe.
+//!
+//! Evicted payloads are queued and handed back, for the caller to destroy, by the
+//! next `reserve` in this block ([`Reservation::evicted`]), by `collect` or by
+//! `drain`, so `release` keeps its signature.
 //!
 //! A region whose payload is evicted merges with its free neighbours without
 //! payload, and so do the pieces a reservation splits off (alignment padding, the
 //! rest of a larger region), so the free space is as few pieces as the reserved and
-//! cached regions allow: in the benchmark above, about 20 regions per block instead
+//! cached regions allow: in the benchmark above, about 25 regions per block instead
 //! of 1 500. A region released without a payload (`release` of a region that never
 //! got one, or `reclaim`) is left as it is, as in Halide, so that a second release of
 //! its handle is still reported as [`RegionError::NotInUse`] with its offset and
@@ -70,14 +94,22 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::VecDeque;
 use std::fmt;
 
 /// Most distinct sizes of cached regions (free regions that keep their payload for
-/// reuse) in one block. A release that would exceed it evicts the payloads of the
-/// size least recently released, so that their regions merge with free neighbours.
-/// See the module documentation for why and for the measurements.
+/// reuse) in one block. When the cache is full, a region released with another size
+/// has its payload evicted, unless that size is one of the last [`GHOSTS`] refused:
+/// then the size least recently released is evicted instead. Evicted regions merge
+/// with their free neighbours. See the module documentation for why and for the
+/// measurements.
 pub const MAX_CACHED_SIZES: usize = 16;
+
+/// Sizes remembered as refused by a full cache (see [`MAX_CACHED_SIZES`]): a refused
+/// size that comes back while remembered is cached.
+pub const GHOSTS: usize = 16;
+
+/// Buckets of `RegionAllocator::hint` (a power of two).
+const HINT: usize = 64;
 
 /// No slot: the end of a list.
 const NONE: u32 = u32::MAX;
@@ -181,9 +213,9 @@ struct Region<T> {
     /// Neighbours in offset order (slots), `NONE` at the ends of the block.
     prev: u32,
     next: u32,
-    /// Free without payload: the index of its entry in `free`. Cached: the previous
-    /// and next region of its size class (`cprev`, `cnext`). Unused when reserved.
+    /// Free without payload: the index of its entry in `free`. Unused otherwise.
     pos: u32,
+    /// Cached: the previous and next region of its size class. Unused otherwise.
     cprev: u32,
     cnext: u32,
 }
@@ -195,7 +227,7 @@ impl<T> Region<T> {
     fn is_free(&self) -> bool {
         self.use_count == 0
     }
-    /// Free and without payload: in `free`, merged with its kind on sight.
+    /// Free and without payload ("plain"): listed in `free`.
     fn is_plain(&self) -> bool {
         self.use_count == 0 && self.payload.is_none()
     }
@@ -239,7 +271,14 @@ pub struct RegionAllocator<T> {
     free: Vec<FreeEntry>,
     /// The sizes of cached regions, at most `MAX_CACHED_SIZES`, the least recently
     /// released first.
-    classes: VecDeque<SizeClass>,
+    classes: Vec<SizeClass>,
+    /// How many classes have a size in each bucket (by `hint_index`): a size whose
+    /// bucket counts 0 has no class, without a look at `classes`.
+    hint: [u8; HINT],
+    /// The sizes last refused by the full cache (0: none), a ring.
+    ghosts: [u64; GHOSTS],
+    /// Where the next refused size goes in `ghosts`.
+    ghost_next: usize,
     /// Payloads taken from regions (evicted, split, merged) not yet handed back.
     evicted: Vec<T>,
 }
@@ -254,6 +293,12 @@ pub(crate) fn round_up(x: u64, m: u64) -> Option<u64> {
     } else {
         x.div_ceil(m).checked_mul(m)
     }
+}
+
+/// The bucket of `size` in `RegionAllocator::hint` (Fibonacci hashing: sizes are
+/// mostly multiples of a power of two, so the high bits of the product are used).
+fn hint_index(size: u64) -> usize {
+    (size.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HINT.trailing_zeros())) as usize
 }
 
 /// The offset of `want` bytes aligned to `align` (a power of two) in `start..end`, if they fit.
@@ -289,7 +334,10 @@ impl<T> RegionAllocator<T> {
             vacant: Vec::new(),
             head: NONE,
             free: Vec::new(),
-            classes: VecDeque::with_capacity(MAX_CACHED_SIZES + 1),
+            classes: Vec::new(),
+            hint: [0; HINT],
+            ghosts: [0; GHOSTS],
+            ghost_next: 0,
             evicted: Vec::new(),
         };
         a.insert_whole_block();
@@ -373,7 +421,12 @@ impl<T> RegionAllocator<T> {
         let mask = align - 1;
 
         // 1. Exact reuse.
-        if let Some(c) = self.classes.iter().find(|c| c.size == want) {
+        let class = if self.hint[hint_index(want)] == 0 {
+            None
+        } else {
+            self.classes.iter().find(|c| c.size == want)
+        };
+        if let Some(c) = class {
             let mut s = c.head;
             while s != NONE {
                 let r = self.region(s);
@@ -403,6 +456,7 @@ impl<T> RegionAllocator<T> {
 
         // 3. Address-ordered first fit among the cached regions.
         let mut first: Option<(u64, u32)> = None;
+        let mut first_offset = u64::MAX;
         for c in &self.classes {
             if c.size < want {
                 continue;
@@ -424,29 +478,33 @@ impl<T> RegionAllocator<T> {
             return Some(self.carve(s, at, want));
         }
 
-        // 4. Runs of adjacent free regions. If a run does not fit from its start, no
-        // later start in it does (same end), so each run is tried once.
-        let mut run = NONE;
-        let mut start = 0;
-        let mut found = None;
-        let mut s = self.head;
-        while s != NONE {
+        // 4. Runs of adjacent free regions: the lowest-offset run with a prefix that
+        // fits. Every free region is in `free` or a size class, so the runs are found
+        // from those (their starts: a free region whose previous one is not free),
+        // without a walk over the regions in use.
+        let mut found: Option<(u64, u32, u32)> = None;
+        let mut run_start = u64::MAX;
+        let starts = self
+            .free
+            .iter()
+            .map(|e| e.slot)
+            .chain(self.classes.iter().flat_map(|c| {
+                std::iter::successors(Some(c.head), |&s| {
+                    let n = self.region(s).cnext;
+                    (n != NONE).then_some(n)
+                })
+            }));
+        for s in starts {
             let r = self.region(s);
-            if !r.is_free() {
-                run = NONE;
-            } else {
-                if run == NONE {
-                    run = s;
-                    start = r.offset;
-                }
-                if let Some(at) = fit(start, r.end(), align, want) {
-                    found = Some((at, s));
-                    break;
-                }
+            if r.offset >= run_start || (r.prev != NONE && self.region(r.prev).is_free()) {
+                continue;
             }
-            s = r.next;
+            if let Some((at, last)) = self.run_fit(s, align, want) {
+                found = Some((at, s, last));
+                run_start = r.offset;
+            }
         }
-        let (at, last) = found?;
+        let (at, run, last) = found?;
         self.merge_run(run, last);
         Some(self.carve(run, at, want))
     }
@@ -481,11 +539,11 @@ impl<T> RegionAllocator<T> {
     }
 
     /// One user less. At zero the region becomes free and keeps its payload for reuse
-    /// (Halide's `release`), unless that takes the block past [`MAX_CACHED_SIZES`]:
-    /// then the payloads of the size least recently released are evicted, to be handed
-    /// back by the next `reserve`, `collect` or `drain`, and their regions merge with
-    /// free neighbours without payload. A region released without payload is left as
-    /// it is (see the module documentation). Returns the new use count.
+    /// (Halide's `release`), within the bound of [`MAX_CACHED_SIZES`]: past it, either
+    /// this payload or those of the size least recently released are evicted, to be
+    /// handed back by the next `reserve`, `collect` or `drain`, and their regions merge
+    /// with free neighbours without payload. A region released without payload is left
+    /// as it is (see the module documentation). Returns the new use count.
     pub fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count -= 1;
@@ -558,6 +616,9 @@ impl<T> RegionAllocator<T> {
         self.head = NONE;
         self.free.clear();
         self.classes.clear();
+        self.hint = [0; HINT];
+        self.ghosts = [0; GHOSTS];
+        self.ghost_next = 0;
         self.reserved = 0;
         self.insert_whole_block();
         out
@@ -623,21 +684,24 @@ impl<T> RegionAllocator<T> {
     }
 
     /// Unlinks the region of `slot` from the offset list (it must be in no index) and
-    /// empties the slot; its handles become stale.
-    fn remove_slot(&mut self, slot: u32) -> Region<T> {
+    /// empties the slot; its handles become stale. Returns its size and payload.
+    fn remove_slot(&mut self, slot: u32) -> (u64, Option<T>) {
         let s = &mut self.slots[slot as usize];
-        let r = s.region.take().expect("linked slots hold a region");
+        let r = s.region.as_mut().expect("linked slots hold a region");
+        let (prev, next, size) = (r.prev, r.next, r.size);
+        let payload = r.payload.take();
+        s.region = None;
         s.generation += 1;
         self.vacant.push(slot);
-        if r.prev != NONE {
-            self.region_mut(r.prev).next = r.next;
+        if prev != NONE {
+            self.region_mut(prev).next = next;
         } else {
-            self.head = r.next;
+            self.head = next;
         }
-        if r.next != NONE {
-            self.region_mut(r.next).prev = r.prev;
+        if next != NONE {
+            self.region_mut(next).prev = prev;
         }
-        r
+        (size, payload)
     }
 
     /// Links the region of `new` into the offset list right before `at`.
@@ -707,16 +771,16 @@ impl<T> RegionAllocator<T> {
         let mut keep = slot;
         let mut listed = false;
         if prev != NONE && self.region(prev).is_plain() {
-            let gone = self.remove_slot(slot);
-            self.region_mut(prev).size += gone.size;
+            let (size, _) = self.remove_slot(slot);
+            self.region_mut(prev).size += size;
             self.slots[prev as usize].generation += 1;
             keep = prev;
             listed = true;
         }
         if next != NONE && self.region(next).is_plain() {
             self.unfree(next);
-            let gone = self.remove_slot(next);
-            self.region_mut(keep).size += gone.size;
+            let (size, _) = self.remove_slot(next);
+            self.region_mut(keep).size += size;
             self.slots[keep as usize].generation += 1;
         }
         if listed {
@@ -729,25 +793,47 @@ impl<T> RegionAllocator<T> {
         }
     }
 
-    /// Keeps the free region of `slot`, which has a payload, for reuse; evicts the size
-    /// least recently released if that makes more than `MAX_CACHED_SIZES` sizes.
+    /// Keeps the free region of `slot`, which has a payload, for reuse, if its size is
+    /// cached already or there is room for it; when the cache is full, only if its
+    /// size was refused lately, in place of the size least recently released.
+    /// Otherwise its payload is evicted and it merges with its free neighbours.
     fn cache(&mut self, slot: u32) {
         let size = self.region(slot).size;
-        // The class moves to the end: `classes` is in order of the latest release.
-        let head = match self.classes.iter().position(|c| c.size == size) {
+        let h = hint_index(size);
+        let found = if self.hint[h] == 0 {
+            None
+        } else {
+            self.classes.iter().position(|c| c.size == size)
+        };
+        let head = match found {
             Some(i) => {
-                if i + 1 < self.classes.len() {
-                    let c = self.classes.remove(i).expect("just found");
-                    self.classes.push_back(c);
-                }
-                let c = self.classes.back_mut().expect("just found");
+                // The class moves to the end: `classes` is in order of the latest release.
+                self.classes[i..].rotate_left(1);
+                let c = self.classes.last_mut().expect("just found");
                 let head = c.head;
                 c.head = slot;
                 c.len += 1;
                 head
             }
             None => {
-                self.classes.push_back(SizeClass {
+                if self.classes.len() >= MAX_CACHED_SIZES {
+                    match self.ghosts.iter().position(|&g| g == size) {
+                        Some(g) => {
+                            self.ghosts[g] = 0;
+                            self.evict_class(0);
+                        }
+                        None => {
+                            self.ghosts[self.ghost_next] = size;
+                            self.ghost_next = (self.ghost_next + 1) % GHOSTS;
+                            let payload = self.region_mut(slot).payload.take();
+                            self.evicted.extend(payload);
+                            self.add_free(slot);
+                            return;
+                        }
+                    }
+                }
+                self.hint[h] += 1;
+                self.classes.push(SizeClass {
                     size,
                     head: slot,
                     len: 1,
@@ -763,22 +849,23 @@ impl<T> RegionAllocator<T> {
         if head != NONE {
             self.region_mut(head).cprev = slot;
         }
-        if self.classes.len() > MAX_CACHED_SIZES {
-            let class = self
-                .classes
-                .pop_front()
-                .expect("more than MAX_CACHED_SIZES");
-            let mut s = class.head;
-            while s != NONE {
-                let r = self.region_mut(s);
-                let next = r.cnext;
-                r.cprev = NONE;
-                r.cnext = NONE;
-                let payload = r.payload.take();
-                self.evicted.extend(payload);
-                self.add_free(s);
-                s = next;
-            }
+    }
+
+    /// Evicts the payloads of every region of the `i`th size class; the regions merge
+    /// with their free neighbours without payload.
+    fn evict_class(&mut self, i: usize) {
+        let class = self.classes.remove(i);
+        self.hint[hint_index(class.size)] -= 1;
+        let mut s = class.head;
+        while s != NONE {
+            let r = self.region_mut(s);
+            let next = r.cnext;
+            r.cprev = NONE;
+            r.cnext = NONE;
+            let payload = r.payload.take();
+            self.evicted.extend(payload);
+            self.add_free(s);
+            s = next;
         }
     }
 
@@ -809,6 +896,7 @@ impl<T> RegionAllocator<T> {
         c.len -= 1;
         if c.len == 0 {
             self.classes.remove(i);
+            self.hint[hint_index(size)] -= 1;
         }
     }
 
@@ -821,6 +909,25 @@ impl<T> RegionAllocator<T> {
         }
     }
 
+    /// Where `want` bytes at `align` fit in the run of free regions that starts at
+    /// `first`, and the last region of the shortest prefix that holds them. If the run
+    /// does not fit from its start, no later start in it does (same end).
+    fn run_fit(&self, first: u32, align: u64, want: u64) -> Option<(u64, u32)> {
+        let start = self.region(first).offset;
+        let mut s = first;
+        while s != NONE {
+            let r = self.region(s);
+            if !r.is_free() {
+                return None;
+            }
+            if let Some(at) = fit(start, r.end(), align, want) {
+                return Some((at, s));
+            }
+            s = r.next;
+        }
+        None
+    }
+
     /// Merges the adjacent free regions `first..=last` into `first`, their payloads
     /// evicted. The result is in no index.
     fn merge_run(&mut self, first: u32, last: u32) {
@@ -830,9 +937,9 @@ impl<T> RegionAllocator<T> {
         while self.region(first).next != NONE && first != last {
             let s = self.region(first).next;
             self.unindex(s);
-            let gone = self.remove_slot(s);
-            self.evicted.extend(gone.payload);
-            self.region_mut(first).size += gone.size;
+            let (size, payload) = self.remove_slot(s);
+            self.evicted.extend(payload);
+            self.region_mut(first).size += size;
             if s == last {
                 break;
             }
@@ -1019,7 +1126,7 @@ impl<T> RegionAllocator<T> {
         assert!(self.classes.len() <= MAX_CACHED_SIZES);
         let mut listed = BTreeSet::new();
         for (i, c) in self.classes.iter().enumerate() {
-            assert!(self.classes.iter().take(i).all(|d| d.size != c.size));
+            assert!(self.classes[..i].iter().all(|d| d.size != c.size));
             let mut s = c.head;
             let mut back = NONE;
             let mut len = 0;
@@ -1039,6 +1146,11 @@ impl<T> RegionAllocator<T> {
             listed, cached,
             "size classes list exactly the cached regions"
         );
+        let mut hint = [0u8; HINT];
+        for c in &self.classes {
+            hint[hint_index(c.size)] += 1;
+        }
+        assert_eq!(hint, self.hint, "hint counts the classes");
     }
 }
 #[cfg(test)]
@@ -1341,6 +1453,199 @@ mod tests {
         assert!(a.drain().is_empty());
     }
 
+    /// Releases the region with one user and a payload of each of `sizes` (reserved
+    /// in that order from offset 0, payloads 1, 2, ...), in that order.
+    fn cache_sizes(a: &mut RegionAllocator<u32>, sizes: &[u64]) -> Vec<RegionId> {
+        let ids: Vec<RegionId> = sizes
+            .iter()
+            .zip(1..)
+            .map(|(&size, payload)| {
+                let r = a.reserve(size, 1).unwrap();
+                a.set_payload(r.id, payload).unwrap();
+                r.id
+            })
+            .collect();
+        for &id in &ids {
+            a.release(id).unwrap();
+        }
+        ids
+    }
+
+    fn cached_sizes<T>(a: &RegionAllocator<T>) -> Vec<u64> {
+        let mut sizes: Vec<u64> = a
+            .regions()
+            .filter(|r| !r.in_use && r.has_payload)
+            .map(|r| r.size)
+            .collect();
+        sizes.sort();
+        sizes.dedup();
+        sizes
+    }
+
+    #[test]
+    fn a_full_cache_refuses_a_new_size_and_admits_one_that_comes_back() {
+        let mut a = RegionAllocator::<u32>::new(1 << 20);
+        let sizes: Vec<u64> = (1..=17).map(|i| i * 100).collect();
+        let ids = cache_sizes(&mut a, &sizes);
+        let end: u64 = sizes.iter().sum();
+        // 16 sizes cached; the 17th (1700 B at 13600) was refused: no payload, merged
+        // with the free rest of the block, its handle stale.
+        assert_eq!(cached_sizes(&a), sizes[..16].to_vec());
+        let free: Vec<(u64, u64, u32)> = layout(&a).into_iter().skip(16).collect();
+        assert_eq!(free, vec![(end - 1700, (1 << 20) - (end - 1700), 0)]);
+        assert!(matches!(
+            a.release(ids[16]),
+            Err(RegionError::UnknownRegion(_))
+        ));
+        // Its payload comes back with the next reservation, which takes its place.
+        let r = a.reserve(1700, 1).unwrap();
+        assert_eq!(
+            (r.offset, r.cached, r.evicted),
+            (end - 1700, None, vec![17])
+        );
+        a.set_payload(r.id, 18).unwrap();
+        // Released again while remembered: cached, in place of the size least recently
+        // released (100 B, payload 1), whose payload the next reservation hands back.
+        a.release(r.id).unwrap();
+        let mut want = sizes[1..].to_vec();
+        assert_eq!(cached_sizes(&a), want);
+        assert_eq!(
+            a.regions().next().unwrap(),
+            RegionInfo {
+                offset: 0,
+                size: 100,
+                in_use: false,
+                use_count: 0,
+                has_payload: false,
+            }
+        );
+        let r = a.reserve(50, 1).unwrap();
+        assert_eq!((r.offset, r.cached, r.evicted), (0, None, vec![1]));
+        // The cached sizes are still reused exactly, the new one included.
+        let r = a.reserve(1700, 1).unwrap();
+        assert_eq!((r.offset, r.cached), (end - 1700, Some(18)));
+        a.release(r.id).unwrap();
+        let r = a.reserve(200, 1).unwrap();
+        assert_eq!((r.offset, r.cached), (100, Some(2)));
+        a.release(r.id).unwrap();
+        // A size released again moves to the back: 300 B is now the least recently
+        // released, and goes when a refused size comes back.
+        assert!(a.reserve(1800, 1).unwrap().evicted.is_empty());
+        let r = a.reserve(1900, 1).unwrap();
+        a.set_payload(r.id, 19).unwrap();
+        a.release(r.id).unwrap();
+        assert!(!cached_sizes(&a).contains(&1900));
+        let r = a.reserve(1900, 1).unwrap();
+        assert_eq!((r.cached, r.evicted), (None, vec![19]));
+        a.set_payload(r.id, 20).unwrap();
+        a.release(r.id).unwrap();
+        want.retain(|&s| s != 300);
+        want.push(1900);
+        assert_eq!(cached_sizes(&a), want);
+        // 3 (300 B, evicted and queued) comes back with the merged regions.
+        let rest = a.collect();
+        assert!(rest.contains(&3));
+        a.check_indexes();
+    }
+
+    #[test]
+    fn the_bound_is_on_sizes_not_regions() {
+        // 300 regions of one size, all alive at once, are all reused.
+        let mut a = RegionAllocator::<u32>::with_granularity(1 << 20, 32);
+        cache_sizes(&mut a, &[1000; 300]);
+        assert_eq!(a.regions().filter(|r| r.has_payload).count(), 300);
+        let mut reused: Vec<u32> = (0..300)
+            .map(|_| {
+                let r = a.reserve(1000, 1).unwrap();
+                assert!(r.evicted.is_empty());
+                r.cached.unwrap()
+            })
+            .collect();
+        reused.sort();
+        assert_eq!(reused, (1..=300).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn evicted_payloads_are_handed_back_by_collect_and_drain() {
+        let mut a = RegionAllocator::<u32>::new(1 << 20);
+        let sizes: Vec<u64> = (1..=18).map(|i| i * 64).collect();
+        cache_sizes(&mut a, &sizes);
+        // 17 and 18 refused, queued; collect hands them back with the merged regions.
+        let mut got = a.collect();
+        got.sort();
+        assert_eq!(got, (1..=18).collect::<Vec<u32>>());
+        assert_eq!(layout(&a), vec![(0, 1 << 20, 0)]);
+        // And drain: 17 refused and queued, 99 in use.
+        let mut b = RegionAllocator::<u32>::new(1 << 20);
+        cache_sizes(&mut b, &sizes[..16]);
+        let r = b.reserve(4096, 1).unwrap();
+        b.set_payload(r.id, 99).unwrap();
+        let r = b.reserve(17 * 64, 1).unwrap();
+        b.set_payload(r.id, 17).unwrap();
+        b.release(r.id).unwrap();
+        assert_eq!(cached_sizes(&b), sizes[..16].to_vec());
+        let mut got = b.drain();
+        got.sort();
+        let mut want: Vec<u32> = (1..=17).collect();
+        want.push(99);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn runs_are_found_from_free_regions() {
+        // Free pieces with and without payload between regions in use.
+        let mut a = RegionAllocator::<u32>::new(401);
+        let ids: Vec<RegionId> = [60u64, 40, 100, 50, 70, 80, 1]
+            .iter()
+            .zip(1..)
+            .map(|(&size, payload)| {
+                let r = a.reserve(size, 1).unwrap();
+                a.set_payload(r.id, payload).unwrap();
+                r.id
+            })
+            .collect();
+        for i in [0, 4] {
+            assert_eq!(a.reclaim(ids[i]), Ok((0, Some(i as u32 + 1))));
+        }
+        for i in [1, 3, 5] {
+            a.release(ids[i]).unwrap();
+        }
+        assert_eq!(
+            a.regions()
+                .map(|r| (r.offset, r.size, r.use_count, r.has_payload))
+                .collect::<Vec<_>>(),
+            vec![
+                (0, 60, 0, false),
+                (60, 40, 0, true),
+                (100, 100, 1, true),
+                (200, 50, 0, true),
+                (250, 70, 0, false),
+                (320, 80, 0, true),
+                (400, 1, 1, true)
+            ]
+        );
+        // No single free region holds 150 B; the run 0..100 is too short, 200..400 is
+        // not, and only its prefix up to 400 is merged.
+        let mut r = a.reserve(150, 1).unwrap();
+        r.evicted.sort();
+        assert_eq!((r.offset, r.evicted), (200, vec![4, 6]));
+        assert_eq!(
+            layout(&a),
+            vec![
+                (0, 60, 0),
+                (60, 40, 0),
+                (100, 100, 1),
+                (200, 150, 1),
+                (350, 50, 0),
+                (400, 1, 1)
+            ]
+        );
+        let r = a.reserve(100, 1).unwrap();
+        assert_eq!((r.offset, r.evicted), (0, vec![2]));
+        assert!(a.reserve(51, 1).is_none());
+        assert_eq!(a.reserve(50, 1).map(|r| r.offset), Some(350));
+    }
+
     #[test]
     fn retain_overflow_is_an_error() {
         let mut a = RegionAllocator::<u32>::new(64);
@@ -1376,17 +1681,28 @@ mod tests {
             Reclaim(usize),
             Collect,
             ReleaseDead(usize),
+            /// Release a region with one user to zero and reserve its size again, twice.
+            Reuse(usize),
         }
 
-        /// 1 B to 1 MiB; half from a few sizes, so that released regions get reused.
+        /// 1 B to 1 MiB; a third from a few sizes, so that released regions get reused,
+        /// and a third below 8 KiB, so that more than `MAX_CACHED_SIZES` sizes get
+        /// cached and the bound evicts.
         fn size() -> impl Strategy<Value = u64> {
             prop_oneof![
                 1u64..=1024 * 1024,
                 prop::sample::select(vec![1u64, 100, 4096, 65536, 300_000, 1024 * 1024]),
+                1u64..=8192,
             ]
         }
 
         fn op() -> impl Strategy<Value = Op> {
+            op_with(1)
+        }
+
+        /// `collect`: the weight of `Op::Collect`, which merges (so evicts) most cached
+        /// regions; 0 lets more than `MAX_CACHED_SIZES` sizes pile up.
+        fn op_with(collect: u32) -> impl Strategy<Value = Op> {
             let align = prop_oneof![
                 4 => (0u32..=12).prop_map(|p| 1u64 << p),
                 1 => 0u64..=4096,
@@ -1397,8 +1713,9 @@ mod tests {
                 1 => any::<usize>().prop_map(Op::Retain),
                 3 => any::<usize>().prop_map(Op::Release),
                 2 => any::<usize>().prop_map(Op::Reclaim),
-                1 => Just(Op::Collect),
+                collect => Just(Op::Collect),
                 1 => any::<usize>().prop_map(Op::ReleaseDead),
+                2 => any::<usize>().prop_map(Op::Reuse),
             ]
         }
 
@@ -1436,13 +1753,23 @@ mod tests {
             assert_eq!(used, want);
             assert_eq!(a.reserved(), live.iter().map(|l| l.size).sum::<u64>());
             assert_eq!(a.is_empty(), live.is_empty());
+            // Every payload the allocator owns is on a region or queued, once.
             assert_eq!(
-                regions.iter().filter(|r| r.has_payload).count(),
+                regions.iter().filter(|r| r.has_payload).count() + a.evicted.len(),
                 tokens.len()
             );
+            for t in &a.evicted {
+                assert!(tokens.contains_key(t), "queued payload {t}");
+                assert!(
+                    a.order().all(|s| a.region(s).payload != Some(*t)),
+                    "queued payload {t} still on a region"
+                );
+            }
             for l in live {
                 assert_eq!(a.payload(l.id).unwrap().copied(), l.token);
             }
+            // The bound: cached regions have at most MAX_CACHED_SIZES sizes.
+            assert!(cached_sizes(a).len() <= MAX_CACHED_SIZES);
             // Every kept payload, free regions included, sits where it was bound.
             for s in a.order() {
                 let r = a.region(s);
@@ -1569,6 +1896,58 @@ mod tests {
                             );
                         }
                     }
+                    Op::Reuse(i) if !live.is_empty() => {
+                        let k = i % live.len();
+                        if live[k].count != 1 {
+                            continue;
+                        }
+                        let mut refused = false;
+                        for round in 0..2 {
+                            let l = &mut live[k];
+                            let (offset, size, token) = (l.offset, l.size, l.token);
+                            assert_eq!(a.release(l.id), Ok(0));
+                            // Kept (cached), or refused by the full cache: the payload is
+                            // queued and the region merged (its handle may be stale).
+                            let kept = a.info(l.id).is_ok_and(|r| r.has_payload);
+                            assert!(!kept || token.is_some());
+                            // A size refused is remembered: released again at once, kept.
+                            if round == 1 && refused {
+                                assert!(kept, "a refused size came back and was refused");
+                            }
+                            refused = token.is_some() && !kept;
+                            let r = a.reserve(size, 1).expect("the space just released");
+                            give_back(&mut tokens, r.evicted);
+                            if kept {
+                                // The most recently released of its size comes back first.
+                                assert_eq!((r.offset, r.cached), (offset, token));
+                            } else if let Some(t) = token {
+                                // Refused: no region of that size is cached.
+                                assert_eq!(r.cached, None);
+                                assert!(!tokens.contains_key(&t), "refused payload {t} kept");
+                            } else if let Some(t) = r.cached {
+                                // Another region of that size, cached earlier.
+                                assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)));
+                            }
+                            let token = match r.cached {
+                                Some(t) => Some(t),
+                                None => {
+                                    next_token += 1;
+                                    a.set_payload(r.id, next_token).unwrap();
+                                    tokens.insert(next_token, (r.offset, r.size));
+                                    Some(next_token)
+                                }
+                            };
+                            dead.push(l.id);
+                            *l = Live {
+                                id: r.id,
+                                offset: r.offset,
+                                size: r.size,
+                                count: 1,
+                                token,
+                            };
+                            check(&a, &live, &tokens);
+                        }
+                    }
                     Op::ReleaseDead(i) if !dead.is_empty() => {
                         let id = dead[i % dead.len()];
                         let before = a.reserved();
@@ -1603,6 +1982,16 @@ mod tests {
             #[test]
             fn regions_tile_the_block(
                 ops in prop::collection::vec(op(), 1..300),
+                granularity in prop_oneof![Just(0u64), Just(32), Just(256)],
+            ) {
+                run(ops, granularity);
+            }
+
+            /// Without `collect`, the cache fills up: eviction of the size least
+            /// recently released, refusal of new sizes, admission of refused ones.
+            #[test]
+            fn the_cache_bound_holds(
+                ops in prop::collection::vec(op_with(0), 100..400),
                 granularity in prop_oneof![Just(0u64), Just(32), Just(256)],
             ) {
                 run(ops, granularity);
