@@ -669,6 +669,21 @@ impl Symbols {
     fn find(&self, name: &str) -> Option<usize> {
         self.slots.iter().rposition(|s| s.name == name)
     }
+
+    /// Adds `name`, a view of slot `parent` with `dims`; returns its slot. A view
+    /// has host memory when its parent has (`view_no_host` clears that after).
+    fn push_view(&mut self, name: &str, parent: usize, dims: Vec<Dim>) -> usize {
+        let p = &self.slots[parent];
+        let slot = Slot {
+            name: name.to_owned(),
+            elem: p.elem,
+            dims,
+            host: p.host,
+            view: true,
+        };
+        self.slots.push(slot);
+        self.slots.len() - 1
+    }
 }
 
 fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseError> {
@@ -819,17 +834,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
                     stride: d.stride,
                 })
                 .collect();
-            let slot = Slot {
-                name: to.clone(),
-                elem: parent.elem,
-                dims,
-                host: parent.host,
-                view: true,
-            };
-            syms.slots.push(slot);
+            let to = syms.push_view(to, f, dims);
             OpKind::Crop {
                 from: f,
-                to: syms.slots.len() - 1,
+                to,
                 min: min.clone(),
                 extent: extent.clone(),
             }
@@ -849,17 +857,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             }
             let mut dims = parent.dims.clone();
             dims.remove(*dim);
-            let slot = Slot {
-                name: to.clone(),
-                elem: parent.elem,
-                dims,
-                host: parent.host,
-                view: true,
-            };
-            syms.slots.push(slot);
+            let to = syms.push_view(to, f, dims);
             OpKind::Slice {
                 from: f,
-                to: syms.slots.len() - 1,
+                to,
                 dim: *dim,
                 pos: *pos,
             }
@@ -900,17 +901,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             let parent = &syms.slots[f];
             check_size(parent.elem, &dims, &format!("view {to}"))
                 .map_err(|m| cx.err(&step.referenced, m))?;
-            let slot = Slot {
-                name: to.clone(),
-                elem: parent.elem,
-                dims: dims.clone(),
-                host: parent.host,
-                view: true,
-            };
-            syms.slots.push(slot);
+            let to = syms.push_view(to, f, dims.clone());
             OpKind::View {
                 from: f,
-                to: syms.slots.len() - 1,
+                to,
                 at: at.clone(),
                 dims,
             }
@@ -919,18 +913,10 @@ fn op(cx: &Ctx, syms: &mut Symbols, step: &Spanned<Step>) -> Result<Op, CaseErro
             let f = buf(syms, from)?;
             new_slot(syms, to)?;
             let parent = &syms.slots[f];
-            let slot = Slot {
-                name: to.clone(),
-                elem: parent.elem,
-                dims: parent.dims.clone(),
-                host: false,
-                view: true,
-            };
-            syms.slots.push(slot);
-            OpKind::ViewNoHost {
-                from: f,
-                to: syms.slots.len() - 1,
-            }
+            let dims = parent.dims.clone();
+            let to = syms.push_view(to, f, dims);
+            syms.slots[to].host = false;
+            OpKind::ViewNoHost { from: f, to }
         }
         Step::ReleaseCrop(b) => {
             let i = buf(syms, b)?;
