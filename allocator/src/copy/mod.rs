@@ -72,6 +72,16 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
 }
 
 impl Context {
+    /// Submits one planned copy; with profiling on, returns its GPU time in ns.
+    fn submit_copy(
+        &self,
+        plan: &CopyPlan,
+        src: (vk::Buffer, u64),
+        dst: (vk::Buffer, u64),
+    ) -> Result<Option<u64>> {
+        self.submit(|cmd| self.record_copy(cmd, plan, src, dst))
+    }
+
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
     fn submit(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<Option<u64>> {
         let timed = self.shared.profile.enabled();
@@ -218,14 +228,11 @@ impl Context {
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
             if let Some(imported) = self.import_host(&mem, Role::Upload) {
-                let gpu = self.submit(|cmd| {
-                    self.record_copy(
-                        cmd,
-                        &plan,
-                        (imported, src.0.offset as u64),
-                        (dst.0.region.alloc.buffer, dst_off),
-                    );
-                })?;
+                let gpu = self.submit_copy(
+                    &plan,
+                    (imported, src.0.offset as u64),
+                    (dst.0.region.alloc.buffer, dst_off),
+                )?;
                 self.record(Direction::ToDevice, plan.bytes(), start, gpu);
                 return Ok(());
             }
@@ -242,14 +249,11 @@ impl Context {
             pack.copy_host(&mem[src.0.offset..], out);
         }
         self.flush(&staging.alloc, 0, size)?;
-        let gpu = self.submit(|cmd| {
-            self.record_copy(
-                cmd,
-                &unpack,
-                (staging.alloc.buffer, 0),
-                (dst.0.region.alloc.buffer, dst_off),
-            );
-        })?;
+        let gpu = self.submit_copy(
+            &unpack,
+            (staging.alloc.buffer, 0),
+            (dst.0.region.alloc.buffer, dst_off),
+        )?;
         self.record(Direction::ToDevice, plan.bytes(), start, gpu);
         Ok(())
     }
@@ -275,28 +279,22 @@ impl Context {
             if let Some(imported) = self.import_host(&mem, Role::Readback) {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
-                let gpu = self.submit(|cmd| {
-                    self.record_copy(
-                        cmd,
-                        &plan,
-                        (src.0.region.alloc.buffer, src_off),
-                        (imported, dst.0.offset as u64),
-                    );
-                })?;
+                let gpu = self.submit_copy(
+                    &plan,
+                    (src.0.region.alloc.buffer, src_off),
+                    (imported, dst.0.offset as u64),
+                )?;
                 self.record(Direction::ToHost, plan.bytes(), start, gpu);
                 return Ok(());
             }
         }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Readback, size)?;
-        let gpu = self.submit(|cmd| {
-            self.record_copy(
-                cmd,
-                &pack,
-                (src.0.region.alloc.buffer, src_off),
-                (staging.alloc.buffer, 0),
-            );
-        })?;
+        let gpu = self.submit_copy(
+            &pack,
+            (src.0.region.alloc.buffer, src_off),
+            (staging.alloc.buffer, 0),
+        )?;
         self.invalidate(&staging.alloc, 0, size)?;
         // The fence was waited for and the submission ends with a barrier to HOST_READ.
         let ptr = staging.host_ptr()?;
@@ -328,9 +326,7 @@ impl Context {
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.alloc.buffer, dst.0.region.alloc.buffer);
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit(|cmd| {
-                self.record_copy(cmd, &plan, (sb, src_off), (db, dst_off));
-            })?;
+            let gpu = self.submit_copy(&plan, (sb, src_off), (db, dst_off))?;
             self.record(Direction::DeviceToDevice, plan.bytes(), start, gpu);
             return Ok(());
         }
