@@ -11,6 +11,16 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
+/// The one device folder a run wrote its reports to, below `dir`.
+fn only_report(dir: &Path) -> std::path::PathBuf {
+    let folders: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    folders.into_iter().next().unwrap()
+}
+
 #[test]
 fn select_answers_for_the_lab_h200() {
     let table = repo().join("cases/devices/nvidia-h200.yaml");
@@ -128,10 +138,8 @@ fn a_malformed_case_fails_alone_with_one_located_line() {
         "{stdout}"
     );
     // The report names both cases.
-    let reports: Vec<_> = std::fs::read_dir(root.join("out")).unwrap().collect();
-    assert_eq!(reports.len(), 1);
     let json =
-        std::fs::read_to_string(reports[0].as_ref().unwrap().path().join("results.json")).unwrap();
+        std::fs::read_to_string(only_report(&root.join("out")).join("results.json")).unwrap();
     assert!(
         json.contains("\"name\": \"bad\"") && json.contains("\"name\": \"good\""),
         "{json}"
@@ -161,12 +169,7 @@ fn the_old_policy_fails_only_its_known_failures() {
         "{stdout}"
     );
     // JUnit and Markdown reports are written next to the JSON.
-    let device = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let device = only_report(dir.path());
     let junit = std::fs::read_to_string(device.join("junit.xml")).unwrap();
     assert!(
         junit.contains("<testcase name=\"regressions::seed_readback::h200\""),
@@ -194,12 +197,7 @@ fn simulate_memory_from_the_environment() {
         return;
     }
     assert!(out.status.success(), "{stdout}");
-    let device = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let device = only_report(dir.path());
     let json = std::fs::read_to_string(device.join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let placements = v["cases"][0]["placements"].as_array().unwrap();
