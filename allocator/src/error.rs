@@ -20,13 +20,21 @@ pub enum Error {
 
     /// `VKCOPY_DEVICE` or `VKCOPY_DEVICE_TYPE` matched none of the devices.
     #[error("no Vulkan device matches {wanted}; devices: {available}")]
-    NoMatchingDevice { wanted: String, available: String },
+    NoMatchingDevice {
+        /// What was asked for.
+        wanted: String,
+        /// The devices there are.
+        available: String,
+    },
 
     /// A selector value (environment variable or option) is not understood.
     #[error("{name}={value}: {reason}")]
     BadSetting {
+        /// The setting.
         name: &'static str,
+        /// The value given.
         value: String,
+        /// Why it is refused.
         reason: String,
     },
 
@@ -37,7 +45,9 @@ pub enum Error {
     /// A Vulkan call failed.
     #[error("{call} failed: {result}")]
     Vulkan {
+        /// The Vulkan function.
         call: &'static str,
+        /// What it returned.
         result: vk::Result,
     },
 
@@ -74,7 +84,9 @@ pub enum Error {
     /// device lacks a feature (`shaderInt64` for i64/u64, `shaderFloat64` for f64).
     #[error("unsupported_type: {elem} kernels need the device feature {missing_feature}")]
     UnsupportedType {
-        elem: crate::buffer::ElemType,
+        /// The element type.
+        elem: crate::types::ElemType,
+        /// The Vulkan feature the device lacks.
         missing_feature: &'static str,
     },
 

@@ -5,45 +5,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Which way a copy moved data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Host memory to device memory, through upload staging.
-    ToDevice,
-    /// Device memory to host memory, through readback staging.
-    ToHost,
-    DeviceToDevice,
-    HostToHost,
-}
+use crate::types::CopyPath;
 
-impl Direction {
-    pub const ALL: [Direction; 4] = [
-        Direction::ToDevice,
-        Direction::ToHost,
-        Direction::DeviceToDevice,
-        Direction::HostToHost,
-    ];
-
-    /// The name used in counters and reports: `to_device`, `to_host`,
-    /// `device_to_device`, `host_to_host`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::ToDevice => "to_device",
-            Direction::ToHost => "to_host",
-            Direction::DeviceToDevice => "device_to_device",
-            Direction::HostToHost => "host_to_host",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Totals of one direction.
+/// Totals of one copy path.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct DirectionStats {
+pub struct CopyStats {
+    /// Copies made.
     pub copies: u64,
+    /// Bytes copied.
     pub bytes: u64,
     /// Wall time of the whole copy on the host, staging included, in seconds.
     pub host_seconds: f64,
@@ -52,7 +21,7 @@ pub struct DirectionStats {
     pub gpu_seconds: f64,
 }
 
-impl DirectionStats {
+impl CopyStats {
     /// GB/s (1e9 bytes per second) over host time.
     pub fn host_gbps(&self) -> f64 {
         if self.host_seconds > 0.0 {
@@ -81,8 +50,8 @@ impl Profile {
         self.enabled.store(on, Ordering::Relaxed);
     }
 
-    pub(crate) fn record(&self, d: Direction, bytes: u64, host_ns: u64, gpu_ns: Option<u64>) {
-        let i = d.index();
+    pub(crate) fn record(&self, d: CopyPath, bytes: u64, host_ns: u64, gpu_ns: Option<u64>) {
+        let i = d as usize;
         self.copies[i].fetch_add(1, Ordering::Relaxed);
         self.bytes[i].fetch_add(bytes, Ordering::Relaxed);
         self.host_ns[i].fetch_add(host_ns, Ordering::Relaxed);
@@ -91,9 +60,9 @@ impl Profile {
         }
     }
 
-    pub(crate) fn get(&self, d: Direction) -> DirectionStats {
-        let i = d.index();
-        DirectionStats {
+    pub(crate) fn get(&self, d: CopyPath) -> CopyStats {
+        let i = d as usize;
+        CopyStats {
             copies: self.copies[i].load(Ordering::Relaxed),
             bytes: self.bytes[i].load(Ordering::Relaxed),
             host_seconds: self.host_ns[i].load(Ordering::Relaxed) as f64 * 1e-9,

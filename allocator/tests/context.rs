@@ -2,7 +2,7 @@
 //! selection, errors, validation-message capture.
 
 use ash::vk;
-use vkcopy::{Context, ContextOptions, DeviceSelector, DeviceTypeFilter};
+use vkcopy::{Context, ContextOptions, DeviceSelector, DeviceType, DeviceTypeFilter};
 
 mod common;
 
@@ -12,14 +12,21 @@ use common::{context, validation_installed};
 fn device_type_filter_matches_exactly() {
     assert_eq!(
         DeviceTypeFilter::parse("discrete-gpu"),
-        Some(DeviceTypeFilter::DiscreteGpu)
+        Some(DeviceTypeFilter::Is(DeviceType::DiscreteGpu))
     );
     assert_eq!(
         DeviceTypeFilter::parse(" GPU "),
         Some(DeviceTypeFilter::Gpu)
     );
     assert_eq!(DeviceTypeFilter::parse("discrete"), None);
-    assert_eq!(DeviceTypeFilter::parse("integrated_gpu"), None);
+    // The memory tables' old spelling names the same type.
+    assert_eq!(
+        DeviceTypeFilter::parse("Integrated_GPU"),
+        Some(DeviceTypeFilter::Is(DeviceType::IntegratedGpu))
+    );
+    assert!(!DeviceTypeFilter::Is(DeviceType::Cpu).matches(DeviceType::IntegratedGpu));
+    assert!(DeviceTypeFilter::Gpu.matches(DeviceType::DiscreteGpu));
+    assert!(!DeviceTypeFilter::Gpu.matches(DeviceType::Cpu));
 }
 
 #[test]
@@ -76,12 +83,7 @@ fn device_type_selector_finds_the_device_of_that_type() {
     let Some(ctx) = context(ContextOptions::default()) else {
         return;
     };
-    let filter = match ctx.info().device_type {
-        vkcopy::memory::table::DeviceType::Cpu => DeviceTypeFilter::Cpu,
-        vkcopy::memory::table::DeviceType::DiscreteGpu => DeviceTypeFilter::DiscreteGpu,
-        vkcopy::memory::table::DeviceType::IntegratedGpu => DeviceTypeFilter::IntegratedGpu,
-        _ => return,
-    };
+    let filter = DeviceTypeFilter::Is(ctx.info().device_type);
     let by_type = Context::new(ContextOptions {
         device: DeviceSelector::Type(filter),
         ..Default::default()

@@ -301,7 +301,7 @@ fn a_native_vk_buffer_wraps_as_a_region_and_detaches() {
     let mut g = Buffer::with_dims(
         "g",
         ElemType::I32,
-        vkcopy::buffer::dense_dims(&[64, 64]),
+        vkcopy::types::dense_dims(&[64, 64]),
         false,
     )
     .unwrap();

@@ -32,7 +32,7 @@ use gpu_allocator::vulkan::{
     Allocation, AllocationCreateDesc, AllocationScheme, Allocator, AllocatorCreateDesc,
 };
 use gpu_allocator::MemoryLocation;
-use vkcopy::device::Region;
+use vkcopy::Region;
 use vkcopy::{Context, ContextOptions, Role};
 
 const KIB: u64 = 1024;

@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use vkcopy::memory::stats::Placement;
+use vkcopy::Placement;
 use vkcopy::{Buffer, Context, ContextOptions};
+use vkcopy_kernels::Kernels;
 
 use crate::plan::{CasePlan, Measure, MeasureOp, Op, OpKind, PlanKind, RuntimePlan, SelectionPlan};
 use vkcopy::memory::table::parse_property_flag;

@@ -8,7 +8,7 @@ pub mod discover;
 pub mod exec;
 pub mod expectations;
 /// The expression language of cases lives in the runtime, which also compiles it to WGSL.
-pub use vkcopy::expr;
+pub use vkcopy_kernels::expr;
 pub mod plan;
 pub mod plot;
 pub mod report;

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Location, Spanned};
-use vkcopy::buffer::{dense_dims, Dim, MAX_DIMS};
-use vkcopy::context::COUNTER_NAMES;
 use vkcopy::memory::policy::MemoryRequest;
 use vkcopy::memory::table::{parse_property_flag, DeviceType};
+use vkcopy::types::{dense_dims, Dim, MAX_DIMS};
+use vkcopy::COUNTER_NAMES;
 use vkcopy::{ElemType, MemoryTable, Policy, Role};
 
 use crate::case::{CaseFile, Selection, Step};
@@ -55,7 +55,7 @@ fn check_size(elem: ElemType, dims: &[Dim], what: &str) -> Result<(), String> {
         .filter(|&n| n <= MAX_ELEMENTS)
         .ok_or_else(|| format!("{what}: more than {MAX_ELEMENTS} elements"))?;
     let _ = elements;
-    let bytes = vkcopy::buffer::span_bytes(elem, dims)
+    let bytes = vkcopy::types::span_bytes(elem, dims)
         .filter(|&b| b <= MAX_BUFFER_BYTES)
         .ok_or_else(|| {
             format!("{what}: spans more than {MAX_BUFFER_BYTES} bytes (the case limit)")

@@ -6,6 +6,7 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkcopy::{Context, ContextOptions};
+use vkcopy_kernels::Kernels;
 use vkcopy_suite::discover::{case_files, cases_root};
 use vkcopy_suite::exec::{self, Status};
 use vkcopy_suite::expectations::Expectations;

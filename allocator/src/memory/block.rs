@@ -14,6 +14,8 @@
 //! * Blocks on heaps of at most 1 GiB are at most 1/8 of the heap, as VMA does.
 //! * Dedicated blocks hold one region and are never offered to other requests.
 
+// Parts of this API are exercised by its tests only.
+#![cfg_attr(not(test), allow(dead_code))]
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
@@ -24,12 +26,12 @@ use crate::memory::region::{round_up, RegionAllocator, RegionError, RegionId, Re
 
 /// Heaps up to this many bytes are "small": blocks are at most 1/8 of them
 /// (VMA's `VMA_SMALL_HEAP_MAX_SIZE`).
-pub const SMALL_HEAP_MAX_SIZE: u64 = 1024 * 1024 * 1024;
+pub(crate) const SMALL_HEAP_MAX_SIZE: u64 = 1024 * 1024 * 1024;
 
 /// Handle of a block. Never reused within a pool, so a handle to a freed block stays
 /// an error rather than reaching a new block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BlockId(u64);
+pub(crate) struct BlockId(u64);
 
 impl fmt::Display for BlockId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -39,7 +41,7 @@ impl fmt::Display for BlockId {
 
 /// One block: one `VkDeviceMemory` and the regions carved from it.
 #[derive(Debug)]
-pub struct Block<B, T> {
+pub(crate) struct Block<B, T> {
     /// The device memory (`VkDeviceMemory`).
     pub payload: B,
     /// Bytes.
@@ -53,7 +55,7 @@ pub struct Block<B, T> {
 
 /// Where a request goes, from [`BlockPool::place`].
 #[derive(Debug)]
-pub enum Placement<T> {
+pub(crate) enum Placement<T> {
     /// Reserved in an existing block.
     Existing {
         /// The block it went into.
@@ -75,7 +77,7 @@ pub enum Placement<T> {
 
 /// Why the pool refused a request or an operation.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PoolError {
+pub(crate) enum PoolError {
     /// A new block would take the pool past `maximum_pool_size`.
     #[error(
         "maximum pool size reached: a new block of {block_size} B would take the pool \
@@ -147,7 +149,7 @@ pub enum PoolError {
 /// The blocks of one memory type. `B` is the block payload (`VkDeviceMemory`), `T` the
 /// region payload (`VkBuffer`).
 #[derive(Debug)]
-pub struct BlockPool<B, T> {
+pub(crate) struct BlockPool<B, T> {
     config: AllocConfig,
     heap_size: u64,
     /// By id, so oldest first.
@@ -158,7 +160,7 @@ pub struct BlockPool<B, T> {
 impl<B, T> BlockPool<B, T> {
     /// An empty pool with `config`'s limits, for a memory type on a heap of
     /// `heap_size` bytes (0 = unknown: no heap cap).
-    pub fn new(config: AllocConfig, heap_size: u64) -> Self {
+    pub(crate) fn new(config: AllocConfig, heap_size: u64) -> Self {
         BlockPool {
             config,
             heap_size,
@@ -167,20 +169,10 @@ impl<B, T> BlockPool<B, T> {
         }
     }
 
-    /// The limits.
-    pub fn config(&self) -> &AllocConfig {
-        &self.config
-    }
-
-    /// Bytes of the heap, 0 = unknown.
-    pub fn heap_size(&self) -> u64 {
-        self.heap_size
-    }
-
     /// Bytes of a new shared block for a small request: `minimum_block_size`, capped
     /// by a non-zero `maximum_block_size` and, on heaps of at most 1 GiB, by 1/8 of
     /// the heap (as VMA). Larger requests get a block of their own rounded size.
-    pub fn preferred_block_size(&self) -> u64 {
+    pub(crate) fn preferred_block_size(&self) -> u64 {
         let mut size = self.config.minimum_block_size;
         if self.config.maximum_block_size != 0 {
             size = size.min(self.config.maximum_block_size);
@@ -203,7 +195,7 @@ impl<B, T> BlockPool<B, T> {
     ///
     /// Fails when that block would break `maximum_pool_size`, `maximum_block_count`
     /// or the heap size; the caller may [`collect`](Self::collect) and try again.
-    pub fn place(
+    pub(crate) fn place(
         &mut self,
         size: u64,
         alignment: u64,
@@ -273,7 +265,7 @@ impl<B, T> BlockPool<B, T> {
     ///
     /// If the block cannot hold the request it is still added, so that `collect` or
     /// `drain` hands it back, and [`PoolError::BlockTooSmall`] is returned.
-    pub fn add_block(
+    pub(crate) fn add_block(
         &mut self,
         payload: B,
         size: u64,
@@ -315,17 +307,12 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// The block, if it is in the pool.
-    pub fn block(&self, id: BlockId) -> Option<&Block<B, T>> {
+    pub(crate) fn block(&self, id: BlockId) -> Option<&Block<B, T>> {
         self.blocks.get(&id)
     }
 
-    /// The block, if it is in the pool.
-    pub fn block_mut(&mut self, id: BlockId) -> Option<&mut Block<B, T>> {
-        self.blocks.get_mut(&id)
-    }
-
     /// The blocks, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = (BlockId, &Block<B, T>)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (BlockId, &Block<B, T>)> + '_ {
         self.blocks.iter().map(|(&id, b)| (id, b))
     }
 
@@ -337,7 +324,11 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// The payload of a reserved region, if one is attached.
-    pub fn payload(&self, block: BlockId, region: RegionId) -> Result<Option<&T>, PoolError> {
+    pub(crate) fn payload(
+        &self,
+        block: BlockId,
+        region: RegionId,
+    ) -> Result<Option<&T>, PoolError> {
         let b = self
             .blocks
             .get(&block)
@@ -348,7 +339,7 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// [`RegionAllocator::set_payload`] in `block`.
-    pub fn set_payload(
+    pub(crate) fn set_payload(
         &mut self,
         block: BlockId,
         region: RegionId,
@@ -360,7 +351,7 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// [`RegionAllocator::retain`] in `block`: the new use count.
-    pub fn retain(&mut self, block: BlockId, region: RegionId) -> Result<u32, PoolError> {
+    pub(crate) fn retain(&mut self, block: BlockId, region: RegionId) -> Result<u32, PoolError> {
         self.regions_mut(block)?
             .retain(region)
             .map_err(|source| PoolError::Region { block, source })
@@ -368,7 +359,7 @@ impl<B, T> BlockPool<B, T> {
 
     /// [`RegionAllocator::release`] in `block`: the new use count. The block stays
     /// until [`collect`](Self::collect), even when dedicated (Halide's semantics).
-    pub fn release(&mut self, block: BlockId, region: RegionId) -> Result<u32, PoolError> {
+    pub(crate) fn release(&mut self, block: BlockId, region: RegionId) -> Result<u32, PoolError> {
         self.regions_mut(block)?
             .release(region)
             .map_err(|source| PoolError::Region { block, source })
@@ -376,7 +367,7 @@ impl<B, T> BlockPool<B, T> {
 
     /// [`RegionAllocator::reclaim`] in `block`: the new use count and, at zero, the
     /// payload to destroy.
-    pub fn reclaim(
+    pub(crate) fn reclaim(
         &mut self,
         block: BlockId,
         region: RegionId,
@@ -389,7 +380,7 @@ impl<B, T> BlockPool<B, T> {
     /// Merges free regions in every block and removes the blocks with nothing
     /// reserved. Returns (payloads of the removed blocks, region payloads to destroy);
     /// destroy the region payloads (buffers) before freeing the blocks (memory).
-    pub fn collect(&mut self) -> (Vec<B>, Vec<T>) {
+    pub(crate) fn collect(&mut self) -> (Vec<B>, Vec<T>) {
         let mut freed = Vec::new();
         let mut payloads = Vec::new();
         let ids: Vec<BlockId> = self.blocks.keys().copied().collect();
@@ -410,7 +401,7 @@ impl<B, T> BlockPool<B, T> {
 
     /// Removes every block, reserved or not, for teardown. Returns (block payloads,
     /// region payloads); destroy the region payloads first.
-    pub fn drain(&mut self) -> (Vec<B>, Vec<T>) {
+    pub(crate) fn drain(&mut self) -> (Vec<B>, Vec<T>) {
         let mut freed = Vec::new();
         let mut payloads = Vec::new();
         for (_, mut b) in std::mem::take(&mut self.blocks) {
@@ -421,17 +412,17 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// Blocks in the pool.
-    pub fn blocks(&self) -> usize {
+    pub(crate) fn blocks(&self) -> usize {
         self.blocks.len()
     }
 
     /// Bytes of all blocks.
-    pub fn pool_size(&self) -> u64 {
+    pub(crate) fn pool_size(&self) -> u64 {
         self.blocks.values().map(|b| b.size).sum()
     }
 
     /// Bytes reserved in all blocks.
-    pub fn reserved(&self) -> u64 {
+    pub(crate) fn reserved(&self) -> u64 {
         self.blocks.values().map(|b| b.regions.reserved()).sum()
     }
 }

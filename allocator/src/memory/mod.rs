@@ -1,9 +1,13 @@
-//! Device memory: memory tables, type-selection policies, the allocator and its counters.
+//! The memory core, without Vulkan calls: memory tables, type-selection
+//! policies, allocator configuration, and the block and region bookkeeping
+//! that the device allocator (`vk::allocator`) drives.
 
-pub(crate) mod allocator;
-pub mod block;
+#![forbid(unsafe_code)]
+
+pub(crate) mod block;
 pub mod config;
 pub mod policy;
-pub mod region;
-pub mod stats;
+pub(crate) mod region;
 pub mod table;
+#[cfg(feature = "yaml")]
+mod table_yaml;

@@ -28,7 +28,7 @@
 //! required|preferred flags in index order, pass 2 types with the required
 //! flags; the candidates are pass 1's types, then pass 2's others.
 //! `halide-legacy` is Halide HEAD before the readback fix; `halide` is HEAD
-//! with the fix and both review changes of the seed discussion:
+//! with the readback fix as discussed for Halide, and both review changes:
 //!
 //! | | `halide-legacy` | `halide` |
 //! |---|---|---|
@@ -72,8 +72,8 @@
 //!
 //! So readback (device_to_host/cached) takes cached coherent memory, then
 //! cached non-coherent memory, then uncached memory, and host-visible VRAM of
-//! a discrete GPU only last (the seed's RTX 4070 reads it at 22 MB/s, the lab
-//! H200 at 0.03 GB/s). Upload (host_to_device/uncached_coherent) takes
+//! a discrete GPU only last (the CPU reads BAR-mapped VRAM orders of magnitude
+//! slower than system memory). Upload (host_to_device/uncached_coherent) takes
 //! coherent uncached (write-combined) system memory as VMA does for
 //! sequential writes, then coherent cached, then non-coherent, and host-visible
 //! VRAM of a discrete GPU last. Device memory takes DEVICE_LOCAL types that are
@@ -185,11 +185,17 @@ named!(MemoryCaching, "memory caching", [
 /// into `VkBufferUsageFlags`. No policy looks at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemoryUsage {
+    /// Storage that lives as long as its buffer.
     StaticStorage,
+    /// Storage that is rewritten often.
     DynamicStorage,
+    /// Uniform buffers.
     UniformStorage,
+    /// The source of transfers.
     TransferSrc,
+    /// The destination of transfers.
     TransferDst,
+    /// Both ends of transfers.
     TransferSrcDst,
     /// Halide's `DefaultUsage`.
     Default,
@@ -211,8 +217,11 @@ named!(MemoryUsage, "memory usage", [
 /// `device_to_host/cached_coherent`; the usage is left out when it is `default`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MemoryRequest {
+    /// Who reads and writes the memory.
     pub visibility: MemoryVisibility,
+    /// How the host caches it.
     pub caching: MemoryCaching,
+    /// What it is used for.
     pub usage: MemoryUsage,
 }
 
@@ -289,7 +298,7 @@ named!(Role, "role", [
 pub enum Policy {
     /// Halide HEAD before the readback fix: readback prefers DEVICE_LOCAL.
     HalideLegacy,
-    /// Halide with the seed's readback fix and both review changes.
+    /// Halide with the readback fix and both review changes.
     Halide,
     /// vkcopy's own rules.
     #[default]

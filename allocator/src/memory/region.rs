@@ -92,6 +92,8 @@
 //! Handles carry a generation: a handle whose region was merged away or reserved
 //! again is reported as unknown, never confused with the new owner.
 
+// Parts of this API are exercised by its tests only.
+#![cfg_attr(not(test), allow(dead_code))]
 #![forbid(unsafe_code)]
 
 use std::fmt;
@@ -102,11 +104,11 @@ use std::fmt;
 /// then the size least recently released is evicted instead. Evicted regions merge
 /// with their free neighbours. See the module documentation for why and for the
 /// measurements.
-pub const MAX_CACHED_SIZES: usize = 16;
+pub(crate) const MAX_CACHED_SIZES: usize = 16;
 
 /// Sizes remembered as refused by a full cache (see [`MAX_CACHED_SIZES`]): a refused
 /// size that comes back while remembered is cached.
-pub const GHOSTS: usize = 16;
+pub(crate) const GHOSTS: usize = 16;
 
 /// Buckets of `RegionAllocator::hint` (a power of two).
 const HINT: usize = 64;
@@ -119,7 +121,7 @@ const NONE: u32 = u32::MAX;
 ///
 /// A handle is only meaningful with the allocator that issued it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RegionId {
+pub(crate) struct RegionId {
     slot: u32,
     generation: u64,
 }
@@ -132,7 +134,7 @@ impl fmt::Display for RegionId {
 
 /// A region handed out by [`RegionAllocator::reserve`].
 #[derive(Debug)]
-pub struct Reservation<T> {
+pub(crate) struct Reservation<T> {
     /// Handle for `retain`, `release`, `reclaim`, `set_payload`.
     pub id: RegionId,
     /// Bytes from the start of the block; a multiple of the alignment asked for.
@@ -153,7 +155,7 @@ pub struct Reservation<T> {
 
 /// One region as seen by [`RegionAllocator::regions`], for stats and tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RegionInfo {
+pub(crate) struct RegionInfo {
     /// Bytes from the start of the block.
     pub offset: u64,
     /// Bytes.
@@ -168,7 +170,7 @@ pub struct RegionInfo {
 
 /// Misuse of a region handle. Nothing is changed when one is returned.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum RegionError {
+pub(crate) enum RegionError {
     /// The handle was not issued by this allocator, or its region has since been
     /// merged, drained, or released and reserved again.
     #[error("{0} is unknown to this block: merged, reserved again, drained, or never issued here")]
@@ -258,7 +260,7 @@ struct SizeClass {
 
 /// Sub-allocates one block of `size` bytes. `T` is the payload cached per region
 /// (the `VkBuffer` bound there).
-pub struct RegionAllocator<T> {
+pub(crate) struct RegionAllocator<T> {
     size: u64,
     granularity: u64,
     reserved: u64,
@@ -319,13 +321,13 @@ impl<T> fmt::Debug for RegionAllocator<T> {
 
 impl<T> RegionAllocator<T> {
     /// A block of `size` bytes, one free region covering it; sizes are not rounded.
-    pub fn new(size: u64) -> Self {
+    pub(crate) fn new(size: u64) -> Self {
         Self::with_granularity(size, 0)
     }
 
     /// A block of `size` bytes whose reservations are rounded up to a multiple of
     /// `granularity` bytes (0 = no rounding; Halide's `nearest_multiple`).
-    pub fn with_granularity(size: u64, granularity: u64) -> Self {
+    pub(crate) fn with_granularity(size: u64, granularity: u64) -> Self {
         let mut a = RegionAllocator {
             size,
             granularity,
@@ -345,28 +347,28 @@ impl<T> RegionAllocator<T> {
     }
 
     /// Bytes of the block.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.size
     }
 
     /// Bytes that reservations are rounded up to a multiple of (0 = none).
-    pub fn granularity(&self) -> u64 {
+    pub(crate) fn granularity(&self) -> u64 {
         self.granularity
     }
 
     /// Bytes in use: the sum of the sizes of reserved regions.
-    pub fn reserved(&self) -> u64 {
+    pub(crate) fn reserved(&self) -> u64 {
         self.reserved
     }
 
     /// Nothing is reserved.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         // Every reservation is at least one byte.
         self.reserved == 0
     }
 
     /// The regions in offset order; they tile the block.
-    pub fn regions(&self) -> impl Iterator<Item = RegionInfo> + '_ {
+    pub(crate) fn regions(&self) -> impl Iterator<Item = RegionInfo> + '_ {
         self.order().map(move |s| {
             let r = self.region(s);
             RegionInfo {
@@ -380,7 +382,7 @@ impl<T> RegionAllocator<T> {
     }
 
     /// The region of a live handle (in use or not).
-    pub fn info(&self, id: RegionId) -> Result<RegionInfo, RegionError> {
+    pub(crate) fn info(&self, id: RegionId) -> Result<RegionInfo, RegionError> {
         let r = self.get(id)?;
         Ok(RegionInfo {
             offset: r.offset,
@@ -392,7 +394,7 @@ impl<T> RegionAllocator<T> {
     }
 
     /// The payload attached to a reserved region, if any.
-    pub fn payload(&self, id: RegionId) -> Result<Option<&T>, RegionError> {
+    pub(crate) fn payload(&self, id: RegionId) -> Result<Option<&T>, RegionError> {
         Ok(self.in_use(id)?.payload.as_ref())
     }
 
@@ -409,7 +411,7 @@ impl<T> RegionAllocator<T> {
     ///
     /// The payloads of cached regions split or merged, and those evicted by earlier
     /// releases, come back in [`Reservation::evicted`] for the caller to destroy.
-    pub fn reserve(&mut self, size: u64, alignment: u64) -> Option<Reservation<T>>
+    pub(crate) fn reserve(&mut self, size: u64, alignment: u64) -> Option<Reservation<T>>
     where
         T: Clone,
     {
@@ -511,7 +513,7 @@ impl<T> RegionAllocator<T> {
 
     /// Attaches the payload (the `VkBuffer` the caller created) to a reserved region.
     /// Fails if the region is free or already has one; the caller then destroys `payload`.
-    pub fn set_payload(&mut self, id: RegionId, payload: T) -> Result<(), RegionError> {
+    pub(crate) fn set_payload(&mut self, id: RegionId, payload: T) -> Result<(), RegionError> {
         let r = self.in_use_mut(id)?;
         if r.payload.is_some() {
             return Err(RegionError::PayloadPresent {
@@ -525,7 +527,7 @@ impl<T> RegionAllocator<T> {
     }
 
     /// One more user (a crop or slice view). Returns the new use count.
-    pub fn retain(&mut self, id: RegionId) -> Result<u32, RegionError> {
+    pub(crate) fn retain(&mut self, id: RegionId) -> Result<u32, RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count = r
             .use_count
@@ -544,7 +546,7 @@ impl<T> RegionAllocator<T> {
     /// handed back by the next `reserve`, `collect` or `drain`, and their regions merge
     /// with free neighbours without payload. A region released without payload is left
     /// as it is (see the module documentation). Returns the new use count.
-    pub fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
+    pub(crate) fn release(&mut self, id: RegionId) -> Result<u32, RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count -= 1;
         let (count, size, kept) = (r.use_count, r.size, r.payload.is_some());
@@ -562,7 +564,7 @@ impl<T> RegionAllocator<T> {
     /// Like [`release`](Self::release), but at zero the payload is returned for the
     /// caller to destroy (Halide's `reclaim`), and the region is left as it is, without
     /// payload. Returns the new use count and, at zero, the payload.
-    pub fn reclaim(&mut self, id: RegionId) -> Result<(u32, Option<T>), RegionError> {
+    pub(crate) fn reclaim(&mut self, id: RegionId) -> Result<(u32, Option<T>), RegionError> {
         let r = self.in_use_mut(id)?;
         r.use_count -= 1;
         if r.use_count > 0 {
@@ -578,7 +580,7 @@ impl<T> RegionAllocator<T> {
     /// kept, and those evicted earlier and not yet handed back, to destroy. Afterwards
     /// no two free regions are adjacent. A free region with no free neighbour keeps
     /// its payload.
-    pub fn collect(&mut self) -> Vec<T> {
+    pub(crate) fn collect(&mut self) -> Vec<T> {
         let mut s = self.head;
         while s != NONE {
             if !self.region(s).is_free() {
@@ -604,7 +606,7 @@ impl<T> RegionAllocator<T> {
 
     /// Every payload, in use, kept or evicted, for teardown. Afterwards the block is
     /// one free region again and every handle is stale.
-    pub fn drain(&mut self) -> Vec<T> {
+    pub(crate) fn drain(&mut self) -> Vec<T> {
         let mut out = std::mem::take(&mut self.evicted);
         for slot in &mut self.slots {
             if let Some(r) = slot.region.take() {

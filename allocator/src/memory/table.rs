@@ -8,7 +8,7 @@
 //!
 //! ```yaml
 //! name: NVIDIA H200
-//! device_type: discrete_gpu          # cpu | integrated_gpu | discrete_gpu | virtual_gpu | other
+//! device_type: discrete-gpu          # cpu | integrated-gpu | discrete-gpu | virtual-gpu | other
 //! non_coherent_atom_size: 64         # bytes
 //! heaps:                             # size in bytes; flags: DEVICE_LOCAL, MULTI_INSTANCE
 //!   - { size: 150754820096, flags: [DEVICE_LOCAL] }
@@ -29,14 +29,9 @@
 //! Loading validates the table ([`MemoryTable::validate`]); every error names
 //! the file, the line and column when known, and the entry.
 
-use std::cell::Cell;
 use std::fmt;
-use std::path::Path;
 
 use ash::vk;
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
-use serde_saphyr::{Location, Spanned};
 
 /// Most memory types a device can report (`VK_MAX_MEMORY_TYPES`).
 pub const MAX_MEMORY_TYPES: usize = vk::MAX_MEMORY_TYPES;
@@ -49,7 +44,7 @@ pub const SMALL_BAR_MAX_SIZE: u64 = 256 << 20;
 pub const MAX_NON_COHERENT_ATOM_SIZE: u64 = 256;
 
 /// The property flags a table may name, in the order [`property_flags_name`] writes them.
-const PROPERTY_FLAGS: [(&str, u32); 9] = {
+pub(super) const PROPERTY_FLAGS: [(&str, u32); 9] = {
     use vk::MemoryPropertyFlags as F;
     [
         ("DEVICE_LOCAL", F::DEVICE_LOCAL.as_raw()),
@@ -65,7 +60,7 @@ const PROPERTY_FLAGS: [(&str, u32); 9] = {
 };
 
 /// The heap flags a table may name, in the order [`heap_flags_name`] writes them.
-const HEAP_FLAGS: [(&str, u32); 2] = [
+pub(super) const HEAP_FLAGS: [(&str, u32); 2] = [
     ("DEVICE_LOCAL", vk::MemoryHeapFlags::DEVICE_LOCAL.as_raw()),
     (
         "MULTI_INSTANCE",
@@ -75,31 +70,59 @@ const HEAP_FLAGS: [(&str, u32); 2] = [
 
 /// The kind of device (`VkPhysicalDeviceType`). Selection treats discrete GPUs
 /// apart: only there is DEVICE_LOCAL memory across a bus from the CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "yaml", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "yaml", serde(rename_all = "kebab-case"))]
 pub enum DeviceType {
     /// A software rasterizer on the CPU (lavapipe, SwiftShader).
     Cpu,
     /// A GPU sharing memory with the CPU.
+    #[cfg_attr(feature = "yaml", serde(alias = "integrated-gpu"))]
     IntegratedGpu,
     /// A GPU with its own memory across PCIe.
+    #[cfg_attr(feature = "yaml", serde(alias = "discrete-gpu"))]
     DiscreteGpu,
     /// A GPU behind a virtualization layer.
+    #[cfg_attr(feature = "yaml", serde(alias = "virtual-gpu"))]
     VirtualGpu,
     /// Anything else.
     Other,
 }
 
 impl DeviceType {
-    /// The YAML name: `cpu`, `integrated_gpu`, `discrete_gpu`, `virtual_gpu`, `other`.
+    /// Every type.
+    pub const ALL: [DeviceType; 5] = [
+        DeviceType::Cpu,
+        DeviceType::IntegratedGpu,
+        DeviceType::DiscreteGpu,
+        DeviceType::VirtualGpu,
+        DeviceType::Other,
+    ];
+
+    /// The name, as Halide's `HL_VK_DEVICE_TYPE` spells it: `cpu`,
+    /// `integrated-gpu`, `discrete-gpu`, `virtual-gpu`, `other`.
     pub fn name(self) -> &'static str {
         match self {
             DeviceType::Cpu => "cpu",
-            DeviceType::IntegratedGpu => "integrated_gpu",
-            DeviceType::DiscreteGpu => "discrete_gpu",
-            DeviceType::VirtualGpu => "virtual_gpu",
+            DeviceType::IntegratedGpu => "integrated-gpu",
+            DeviceType::DiscreteGpu => "discrete-gpu",
+            DeviceType::VirtualGpu => "virtual-gpu",
             DeviceType::Other => "other",
         }
+    }
+}
+
+impl std::str::FromStr for DeviceType {
+    type Err = String;
+    /// A [`DeviceType::name`], in any case, with `_` for `-` accepted.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim().to_ascii_lowercase().replace('_', "-");
+        DeviceType::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| {
+                format!("unknown device type '{s}'; expected cpu, integrated-gpu, discrete-gpu, virtual-gpu or other")
+            })
     }
 }
 
@@ -127,6 +150,7 @@ impl From<vk::PhysicalDeviceType> for DeviceType {
 pub struct MemoryHeap {
     /// Bytes.
     pub size: u64,
+    /// `VkMemoryPropertyFlags` / `VkMemoryHeapFlags`.
     pub flags: vk::MemoryHeapFlags,
 }
 
@@ -135,6 +159,7 @@ pub struct MemoryHeap {
 pub struct MemoryType {
     /// Index into [`MemoryTable::heaps`] (`heapIndex`).
     pub heap: u32,
+    /// `VkMemoryPropertyFlags` / `VkMemoryHeapFlags`.
     pub flags: vk::MemoryPropertyFlags,
 }
 
@@ -143,10 +168,12 @@ pub struct MemoryType {
 pub struct MemoryTable {
     /// Device name, as `VkPhysicalDeviceProperties::deviceName` or a description.
     pub name: String,
+    /// The kind of device.
     pub device_type: DeviceType,
     /// `VkPhysicalDeviceLimits::nonCoherentAtomSize`, bytes: flush and
     /// invalidate ranges of non-coherent memory are aligned to it.
     pub non_coherent_atom_size: u64,
+    /// The memory heaps, in the driver's order.
     pub heaps: Vec<MemoryHeap>,
     /// In the driver's order: ties in selection go to the lower index.
     pub types: Vec<MemoryType>,
@@ -159,18 +186,10 @@ pub struct MemoryTable {
 /// column (1-based). Displays as `origin:line:column` or `origin`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Place {
+    /// The file or other origin.
     pub origin: String,
     /// `(line, column)`, 1-based.
     pub position: Option<(u64, u64)>,
-}
-
-impl Place {
-    fn new(origin: &str, at: Option<Location>) -> Self {
-        Place {
-            origin: origin.to_string(),
-            position: at.filter(|l| l.line() > 0).map(|l| (l.line(), l.column())),
-        }
-    }
 }
 
 impl fmt::Display for Place {
@@ -182,6 +201,26 @@ impl fmt::Display for Place {
     }
 }
 
+impl Place {
+    pub(super) fn new(origin: &str, position: Option<(u64, u64)>) -> Self {
+        Place {
+            origin: origin.to_string(),
+            position,
+        }
+    }
+}
+
+/// An entry of a table that an error can point at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Entry {
+    Heaps,
+    Types,
+    Type(usize),
+    TypeHeap(usize),
+    Atom,
+    BufferBits,
+}
+
 /// A memory table that could not be read, parsed or validated. Every message
 /// starts with `origin:line:column: ` (or `origin: ` when no position is known)
 /// and names the entry, e.g. `types[3].heap = 5 but the table has 2 heaps`.
@@ -190,16 +229,28 @@ pub enum TableError {
     /// The file could not be read.
     #[error("{origin}: cannot read the memory table: {source}")]
     Read {
+        /// The file or other origin.
         origin: String,
         #[source]
+        /// Why reading failed.
         source: std::io::Error,
     },
     /// Not YAML, or not the table's shape (unknown or missing field, wrong type).
     #[error("{at}: {message}")]
-    Parse { at: Place, message: String },
+    Parse {
+        /// Where the error is.
+        at: Place,
+        /// What is wrong.
+        message: String,
+    },
     /// Well-formed, but breaks a rule of the Vulkan spec or of this format.
     #[error("{at}: {message}")]
-    Invalid { at: Place, message: String },
+    Invalid {
+        /// Where the error is.
+        at: Place,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl TableError {
@@ -233,11 +284,11 @@ pub fn parse_heap_flag(name: &str) -> Option<vk::MemoryHeapFlags> {
     flag_bit(name, &HEAP_FLAGS).map(vk::MemoryHeapFlags::from_raw)
 }
 
-fn flag_bit(name: &str, table: &[(&str, u32)]) -> Option<u32> {
+pub(super) fn flag_bit(name: &str, table: &[(&str, u32)]) -> Option<u32> {
     table.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
 }
 
-fn flag_names(raw: u32, table: &[(&str, u32)]) -> Vec<String> {
+pub(super) fn flag_names(raw: u32, table: &[(&str, u32)]) -> Vec<String> {
     let mut names: Vec<String> = table
         .iter()
         .filter(|(_, bit)| raw & bit != 0)
@@ -250,85 +301,14 @@ fn flag_names(raw: u32, table: &[(&str, u32)]) -> Vec<String> {
     names
 }
 
-fn flags_name(raw: u32, table: &[(&str, u32)]) -> String {
+pub(super) fn flags_name(raw: u32, table: &[(&str, u32)]) -> String {
     match flag_names(raw, table) {
         names if names.is_empty() => "none".to_string(),
         names => names.join("|"),
     }
 }
 
-/// The flags as a YAML flow list, e.g. `[HOST_VISIBLE, HOST_COHERENT]`.
-fn flag_list(raw: u32, table: &[(&str, u32)]) -> String {
-    format!("[{}]", flag_names(raw, table).join(", "))
-}
-
-fn valid_names(table: &[(&str, u32)]) -> String {
-    table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-}
-
 impl MemoryTable {
-    /// Parses and validates a table in the YAML form of the module docs.
-    /// `origin` (usually the file path) starts every error message.
-    pub fn from_yaml_str(src: &str, origin: &str) -> Result<Self, TableError> {
-        ENTRY.with(|e| e.set(None));
-        let raw: RawTable = serde_saphyr::from_str(src).map_err(|err| {
-            let entry = ENTRY.with(Cell::take);
-            parse_error(origin, &err, entry)
-        })?;
-        raw.into_table(origin)
-    }
-
-    /// Reads, parses and validates a table file; errors name `path`.
-    pub fn from_yaml_file(path: &Path) -> Result<Self, TableError> {
-        let origin = path.display().to_string();
-        let src = std::fs::read_to_string(path).map_err(|source| TableError::Read {
-            origin: origin.clone(),
-            source,
-        })?;
-        Self::from_yaml_str(&src, &origin)
-    }
-
-    /// The table in the YAML form of the module docs, with the index of each
-    /// type and heap in a comment. [`MemoryTable::from_yaml_str`] reads it back
-    /// to an equal table. `source:` and `notes:` are not part of a table and
-    /// are not written.
-    pub fn to_yaml(&self) -> String {
-        use fmt::Write;
-        let mut out = String::new();
-        let _ = writeln!(out, "name: {}", yaml_quote(&self.name));
-        let _ = writeln!(out, "device_type: {}", self.device_type.name());
-        let _ = writeln!(
-            out,
-            "non_coherent_atom_size: {}",
-            self.non_coherent_atom_size
-        );
-        out.push_str("heaps:\n");
-        for (i, h) in self.heaps.iter().enumerate() {
-            let flags = flag_list(h.flags.as_raw(), &HEAP_FLAGS);
-            let _ = writeln!(
-                out,
-                "  - {{ size: {}, flags: {flags} }}  # heap {i}: {} MiB",
-                h.size,
-                h.size >> 20
-            );
-        }
-        out.push_str("types:\n");
-        for (i, t) in self.types.iter().enumerate() {
-            let flags = flag_list(t.flags.as_raw(), &PROPERTY_FLAGS);
-            let _ = writeln!(
-                out,
-                "  - {{ heap: {}, flags: {flags} }}  # type {i}",
-                t.heap
-            );
-        }
-        let _ = writeln!(
-            out,
-            "buffer_memory_type_bits: {:#x}",
-            self.buffer_memory_type_bits
-        );
-        out
-    }
-
     /// Checks the rules a table must follow; `origin` starts the messages.
     ///
     /// From the Vulkan spec ("Device Memory Properties", `VkMemoryPropertyFlagBits`,
@@ -343,10 +323,10 @@ impl MemoryTable {
         self.check(origin, &|_| None)
     }
 
-    fn check(
+    pub(super) fn check(
         &self,
         origin: &str,
-        locate: &dyn Fn(Entry) -> Option<Location>,
+        locate: &dyn Fn(Entry) -> Option<(u64, u64)>,
     ) -> Result<(), TableError> {
         use vk::MemoryPropertyFlags as F;
         let fail = |entry: Entry, message: String| {
@@ -502,7 +482,7 @@ impl MemoryTable {
     /// and at most [`SMALL_BAR_MAX_SIZE`], every type on it is HOST_VISIBLE,
     /// and another DEVICE_LOCAL heap holds the rest of VRAM. Such a heap is a
     /// few hundred MiB shared with the driver; vkcopy keeps staging out of it
-    /// (the seed's RTX 4070: 246 MiB, CPU reads at 22 MB/s).
+    /// (the CPU reads it slowly, and the driver needs it).
     pub fn is_small_bar_heap(&self, heap: u32) -> bool {
         let Some(h) = self.heaps.get(heap as usize) else {
             return false;
@@ -534,271 +514,10 @@ impl MemoryTable {
     }
 }
 
-/// A double-quoted YAML scalar.
-fn yaml_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-// ---- parsing --------------------------------------------------------------
-
-/// An entry of a table that an error can point at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Entry {
-    Heaps,
-    Types,
-    Type(usize),
-    TypeHeap(usize),
-    Atom,
-    BufferBits,
-}
-
-thread_local! {
-    /// The list entry being parsed (`"types[3]"`), left set when parsing fails
-    /// inside it so that the error can name it. serde gives no path otherwise.
-    static ENTRY: Cell<Option<(&'static str, usize)>> = const { Cell::new(None) };
-}
-
-fn parse_error(
-    origin: &str,
-    err: &serde_saphyr::Error,
-    entry: Option<(&'static str, usize)>,
-) -> TableError {
-    let at = err.location();
-    let mut message = err.render_with_options(serde_saphyr::render_options! {
-        snippets: serde_saphyr::SnippetMode::Off,
-    });
-    // The plain rendering ends with " at line L, column C"; the place leads instead.
-    if let Some(l) = at {
-        let suffix = format!(" at line {}, column {}", l.line(), l.column());
-        if let Some(stripped) = message.strip_suffix(&suffix) {
-            message = stripped.to_string();
-        }
-    }
-    if let Some((list, index)) = entry {
-        message = format!("{list}[{index}]: {message}");
-    }
-    TableError::Parse {
-        at: Place::new(origin, at),
-        message,
-    }
-}
-
-/// The name of the YAML list an entry type sits in, for error messages.
-trait Listed {
-    const LIST: &'static str;
-}
-
-/// A YAML list whose entries, while parsed, are recorded in [`ENTRY`].
-struct Entries<T>(Vec<Spanned<T>>);
-
-impl<'de, T: Deserialize<'de> + Listed> Deserialize<'de> for Entries<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de> + Listed> Visitor<'de> for V<T> {
-            type Value = Entries<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a list")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::new();
-                loop {
-                    ENTRY.with(|e| e.set(Some((T::LIST, items.len()))));
-                    // On error the entry stays set for `parse_error`.
-                    match seq.next_element::<Spanned<T>>()? {
-                        Some(item) => items.push(item),
-                        None => break,
-                    }
-                }
-                ENTRY.with(|e| e.set(None));
-                Ok(Entries(items))
-            }
-        }
-        d.deserialize_seq(V::<T>(std::marker::PhantomData))
-    }
-}
-
-/// `buffer_memory_type_bits`: an integer, or a string `0x..` / decimal.
-struct TypeBits(u32);
-
-impl<'de> Deserialize<'de> for TypeBits {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = TypeBits;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a 32-bit mask, e.g. 31 or 0x1f")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<TypeBits, E> {
-                u32::try_from(v)
-                    .map(TypeBits)
-                    .map_err(|_| E::custom(format!("{v:#x} does not fit in 32 bits")))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TypeBits, E> {
-                u64::try_from(v)
-                    .map_err(|_| E::custom(format!("{v} is negative")))
-                    .and_then(|v| self.visit_u64(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<TypeBits, E> {
-                let t = v.trim();
-                let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                    Some(hex) => u32::from_str_radix(hex, 16),
-                    None => t.parse(),
-                };
-                parsed
-                    .map(TypeBits)
-                    .map_err(|_| E::custom(format!("`{v}` is not a 32-bit mask such as 0x1f")))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    name: String,
-    device_type: DeviceType,
-    non_coherent_atom_size: Spanned<u64>,
-    heaps: Spanned<Entries<RawHeap>>,
-    types: Spanned<Entries<RawType>>,
-    #[serde(default)]
-    buffer_memory_type_bits: Option<Spanned<TypeBits>>,
-    #[serde(default)]
-    #[allow(dead_code)] // documentation only
-    source: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)] // documentation only
-    notes: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHeap {
-    size: u64,
-    flags: Vec<Spanned<String>>,
-}
-
-impl Listed for RawHeap {
-    const LIST: &'static str = "heaps";
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawType {
-    heap: Spanned<u32>,
-    flags: Vec<Spanned<String>>,
-}
-
-impl Listed for RawType {
-    const LIST: &'static str = "types";
-}
-
-/// Folds named flags into a mask; the error names the entry and the valid names.
-fn parse_flags(
-    origin: &str,
-    entry: &str,
-    kind: &str,
-    names: &[Spanned<String>],
-    table: &[(&str, u32)],
-) -> Result<u32, TableError> {
-    let mut out = 0;
-    let mut seen: Vec<&str> = Vec::new();
-    for n in names {
-        let Some((name, bit)) = table.iter().find(|(name, _)| *name == n.value) else {
-            return Err(TableError::Invalid {
-                at: Place::new(origin, Some(n.referenced)),
-                message: format!(
-                    "{entry}.flags: unknown {kind} flag `{}`; valid names: {}",
-                    n.value,
-                    valid_names(table)
-                ),
-            });
-        };
-        if seen.contains(name) {
-            return Err(TableError::Invalid {
-                at: Place::new(origin, Some(n.referenced)),
-                message: format!("{entry}.flags: {name} is listed twice"),
-            });
-        }
-        seen.push(name);
-        out |= bit;
-    }
-    Ok(out)
-}
-
-impl RawTable {
-    fn into_table(self, origin: &str) -> Result<MemoryTable, TableError> {
-        let mut heaps = Vec::with_capacity(self.heaps.value.0.len());
-        for (i, h) in self.heaps.value.0.iter().enumerate() {
-            let flags = parse_flags(
-                origin,
-                &format!("heaps[{i}]"),
-                "heap",
-                &h.value.flags,
-                &HEAP_FLAGS,
-            )?;
-            heaps.push(MemoryHeap {
-                size: h.value.size,
-                flags: vk::MemoryHeapFlags::from_raw(flags),
-            });
-        }
-        let mut types = Vec::with_capacity(self.types.value.0.len());
-        for (i, t) in self.types.value.0.iter().enumerate() {
-            let flags = parse_flags(
-                origin,
-                &format!("types[{i}]"),
-                "memory property",
-                &t.value.flags,
-                &PROPERTY_FLAGS,
-            )?;
-            types.push(MemoryType {
-                heap: t.value.heap.value,
-                flags: vk::MemoryPropertyFlags::from_raw(flags),
-            });
-        }
-        let mut table = MemoryTable {
-            name: self.name,
-            device_type: self.device_type,
-            non_coherent_atom_size: self.non_coherent_atom_size.value,
-            heaps,
-            types,
-            buffer_memory_type_bits: 0,
-        };
-        table.buffer_memory_type_bits = match &self.buffer_memory_type_bits {
-            Some(b) => b.value.0,
-            None => table.all_type_bits(),
-        };
-        let locate = |e: Entry| -> Option<Location> {
-            Some(match e {
-                Entry::Heaps => self.heaps.referenced,
-                Entry::Types => self.types.referenced,
-                Entry::Type(i) => self.types.value.0.get(i)?.referenced,
-                Entry::TypeHeap(i) => self.types.value.0.get(i)?.value.heap.referenced,
-                Entry::Atom => self.non_coherent_atom_size.referenced,
-                Entry::BufferBits => self.buffer_memory_type_bits.as_ref()?.referenced,
-            })
-        };
-        table.check(origin, &locate)?;
-        Ok(table)
-    }
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "yaml"))]
 mod tests {
     use super::*;
+    use std::path::Path;
     use vk::MemoryPropertyFlags as F;
 
     fn devices_dir() -> std::path::PathBuf {
@@ -814,7 +533,7 @@ mod tests {
     fn with_types(types: &str) -> String {
         format!(
             "name: test\n\
-             device_type: discrete_gpu\n\
+             device_type: discrete-gpu\n\
              non_coherent_atom_size: 64\n\
              heaps:\n  - {{ size: 1024, flags: [DEVICE_LOCAL] }}\n  - {{ size: 2048, flags: [] }}\n\
              types:\n{types}"
@@ -1076,7 +795,7 @@ mod tests {
     #[test]
     fn to_yaml_writes_the_documented_form() {
         let yaml = device("nvidia-rtx4070-no-rebar").to_yaml();
-        assert!(yaml.starts_with("name: \"NVIDIA GeForce RTX 4070\"\ndevice_type: discrete_gpu\n"));
+        assert!(yaml.starts_with("name: \"NVIDIA GeForce RTX 4070\"\ndevice_type: discrete-gpu\n"));
         assert!(
             yaml.contains("  - { size: 257949696, flags: [DEVICE_LOCAL] }  # heap 2: 246 MiB\n")
         );
@@ -1175,7 +894,7 @@ mod tests {
             DeviceType::from(vk::PhysicalDeviceType::from_raw(99)),
             DeviceType::Other
         );
-        assert_eq!(DeviceType::IntegratedGpu.to_string(), "integrated_gpu");
+        assert_eq!(DeviceType::IntegratedGpu.to_string(), "integrated-gpu");
         assert_eq!(device("lavapipe").device_type, DeviceType::Cpu);
     }
 }

@@ -5,10 +5,12 @@
 
 use std::time::Instant;
 
-use vkcopy::buffer::Dim;
-use vkcopy::expr::Expr;
+use vkcopy::types::Dim;
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, Error};
+use vkcopy_kernels::expr::Expr;
+use vkcopy_kernels::Kernels;
 
+#[path = "../../allocator/tests/common/mod.rs"]
 mod common;
 
 use common::assert_clean as finish;
@@ -118,7 +120,7 @@ fn fill_through_a_strided_view() {
                 stride: 64,
             },
         ];
-        let mut odd = vkcopy::kernels::test_view(&parent, "odd", dims, 1).unwrap();
+        let mut odd = parent.view_at("odd", dims, 1).unwrap();
         ctx.kernel_fill(&mut odd, &expr("x + 40*y")).unwrap();
         // The view wrote the parent's device memory; read all of it back.
         parent.device_dirty = true;
@@ -432,11 +434,11 @@ fn pipeline_cache_reuses_pipelines() {
     let second = t.elapsed();
     assert_eq!(ctx.stats().pipelines.created(), before + 1);
     assert_eq!(ctx.stats().shader_modules.created(), before + 1);
-    let k = ctx.kernel_stats();
+    let k = ctx.pipeline_stats();
     assert_eq!((k.compiled, k.cache_hits, k.cached), (1, 1, 1));
     eprintln!(
         "first fill {first:?} (WGSL->SPIR-V {:?}, shader module + pipeline {:?}), cached {second:?}",
-        k.wgsl_to_spirv, k.pipeline_creation
+        k.to_spirv, k.pipeline_creation
     );
     let mut c = Buffer::new("c", ElemType::I32, &[16, 17]).unwrap();
     ctx.kernel_fill(&mut c, &e).unwrap();
@@ -449,12 +451,12 @@ fn pipeline_cache_reuses_pipelines() {
     drop((a, b, c));
     // The cache is not a leak; releasing it destroys everything.
     finish(&ctx);
-    ctx.release_kernels();
+    ctx.release_pipelines();
     assert_eq!(ctx.stats().pipelines.live(), 0);
     assert_eq!(ctx.stats().shader_modules.live(), 0);
     assert_eq!(ctx.stats().pipeline_layouts.live(), 0);
     assert_eq!(ctx.stats().descriptor_set_layouts.live(), 0);
-    assert_eq!(ctx.kernel_stats().cached, 0);
+    assert_eq!(ctx.pipeline_stats().cached, 0);
     // And kernels compile again afterwards.
     let mut d = Buffer::new("d", ElemType::I32, &[16, 16]).unwrap();
     ctx.kernel_fill(&mut d, &e).unwrap();

@@ -49,11 +49,13 @@ impl Counter {
 /// Where one allocation landed, for `expect_memory` and reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
+    /// What the memory is for.
     pub role: Role,
     /// Memory type index in the table the allocator selects from (simulated or real).
     pub memory_type: u32,
     /// That type's property flags.
     pub flags: ash::vk::MemoryPropertyFlags,
+    /// The heap of the memory type.
     pub heap: u32,
     /// Bytes.
     pub size: u64,
@@ -73,16 +75,22 @@ impl Placement {
 
 /// How many recent placements [`Stats::placements`] keeps: enough for any case,
 /// bounded for long-running programs.
-pub const PLACEMENT_LOG: usize = 4096;
+pub(crate) const PLACEMENT_LOG: usize = 4096;
 
 /// Counters of everything the runtime creates. All counts; bytes where named.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// `VkDeviceMemory` objects.
     pub device_memories: Counter,
+    /// `VkBuffer` objects.
     pub buffers: Counter,
+    /// Persistent mappings.
     pub mappings: Counter,
+    /// Command pools.
     pub command_pools: Counter,
+    /// Command buffers.
     pub command_buffers: Counter,
+    /// Fences.
     pub fences: Counter,
     /// Device allocations handed to buffers (Halide's "Reserved memory for device region").
     pub regions: Counter,
@@ -90,7 +98,9 @@ pub struct Stats {
     pub shader_modules: Counter,
     /// Compute `VkPipeline`s.
     pub pipelines: Counter,
+    /// Pipeline layouts.
     pub pipeline_layouts: Counter,
+    /// Descriptor set layouts.
     pub descriptor_set_layouts: Counter,
     /// Descriptor pools, one per kernel call, destroyed after its fence wait.
     pub descriptor_pools: Counter,

@@ -31,8 +31,8 @@
 
 use std::fmt::Write as _;
 
-use crate::buffer::ElemType;
 use crate::expr::Expr;
+use vkcopy::ElemType;
 
 /// Invocations per workgroup.
 pub(crate) const WORKGROUP_SIZE: u32 = 64;
@@ -372,7 +372,7 @@ mod tests {
 #[cfg(test)]
 mod compile_tests {
     use super::*;
-    use crate::kernels::pipeline::compile;
+    use crate::compile::compile;
 
     fn all_caps() -> naga::valid::Capabilities {
         naga::valid::Capabilities::SHADER_INT64 | naga::valid::Capabilities::FLOAT64

@@ -12,9 +12,9 @@
 //! Dirty bits are copied from the source when the view is made and are the view's
 //! own afterwards, as in Halide's `Buffer::cropped`.
 
-use crate::buffer::{Buffer, Dim, HostView};
-use crate::device::DeviceView;
+use crate::buffer::{Buffer, DeviceView, HostView};
 use crate::error::{Error, Result};
+use crate::types::Dim;
 
 impl Buffer {
     fn view(&self, name: &str, dims: Vec<Dim>, elem_offset: u64) -> Buffer {
@@ -25,7 +25,7 @@ impl Buffer {
         });
         let device = self.device.as_ref().map(|d| DeviceView {
             region: d.region.clone(),
-            offset: if d.region.shared.emulate.crop_offset_from_owner {
+            offset: if d.region.device().emulate.crop_offset_from_owner() {
                 elem_offset
             } else {
                 d.offset + elem_offset
@@ -102,10 +102,11 @@ impl Buffer {
         Ok(self.view(name, out, offset))
     }
 
-    /// A view of any shape over this buffer's memory: its element at its mins is this
+    /// A view of any shape over this buffer's memory (a `halide_buffer_t` made by hand over
+    /// another's memory): its element at its mins is this
     /// buffer's element `offset` elements past the one at the mins. Every element of
     /// the view must lie within this buffer's span (`size_in_bytes`).
-    pub(crate) fn view_at(&self, name: &str, dims: Vec<Dim>, offset: u64) -> Result<Buffer> {
+    pub fn view_at(&self, name: &str, dims: Vec<Dim>, offset: u64) -> Result<Buffer> {
         let probe = Buffer::with_dims(name, self.elem(), dims.clone(), false)?;
         let eb = self.elem().bytes() as u64;
         let end = offset

@@ -4,12 +4,12 @@
 //! A plan copies `chunk` contiguous bytes at every point of an outer grid of
 //! up to 16 dimensions; offsets are in bytes from `src_begin` / `dst_begin`.
 
-use crate::buffer::{Dim, MAX_DIMS};
 use crate::error::{Error, Result};
+use crate::types::{Dim, MAX_DIMS};
 
 /// One outer dimension of a plan. Strides in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlanDim {
+pub(crate) struct PlanDim {
     pub extent: u64,
     pub src_stride: u64,
     pub dst_stride: u64,
@@ -17,7 +17,7 @@ pub struct PlanDim {
 
 /// A planned copy between two strided layouts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CopyPlan {
+pub(crate) struct CopyPlan {
     /// Bytes copied at each grid point.
     pub chunk: u64,
     /// The outer grid, innermost first (sorted by destination stride).
@@ -31,7 +31,7 @@ pub struct CopyPlan {
 impl CopyPlan {
     /// Plans a copy of the intersection of the boxes `src` and `dst`, whose element at
     /// the mins is at byte 0 of each side. Both have `elem_bytes`-sized elements.
-    pub fn new(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
+    pub(crate) fn new(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
         if src.len() != dst.len() {
             return Err(Error::IncompatibleBuffers(format!(
                 "cannot copy {} dimensions into {}",
@@ -77,7 +77,7 @@ impl CopyPlan {
     /// Halide's `make_buffer_copy` (`device_buffer_utils.h`), kept to emulate its bug:
     /// each dimension copies `min(src.extent, dst.extent)` elements from the later
     /// min, which overruns when the boxes overlap only partly.
-    pub fn halide(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
+    pub(crate) fn halide(src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Self> {
         // Same shape checks as the real planner.
         CopyPlan::new(src, dst, elem_bytes)?;
         let eb = elem_bytes as u64;
@@ -112,7 +112,7 @@ impl CopyPlan {
     }
 
     /// A plan that copies nothing.
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         CopyPlan {
             chunk: 0,
             dims: Vec::new(),
@@ -144,7 +144,7 @@ impl CopyPlan {
     }
 
     /// Number of chunks.
-    pub fn chunks(&self) -> u64 {
+    pub(crate) fn chunks(&self) -> u64 {
         if self.chunk == 0 {
             return 0;
         }
@@ -152,14 +152,14 @@ impl CopyPlan {
     }
 
     /// Bytes copied.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.chunk * self.chunks()
     }
 
     /// The same copy with a densely packed destination starting at 0: the layout of
     /// a staging buffer. Packing and unpacking through it use one layout, so they agree
     /// (Halide's staging layout mismatch of `buffer_copy` cannot happen).
-    pub fn to_dense_dst(&self) -> CopyPlan {
+    pub(crate) fn with_dense_dst(&self) -> CopyPlan {
         let mut out = self.clone();
         out.dst_begin = 0;
         let mut stride = self.chunk;
@@ -172,7 +172,7 @@ impl CopyPlan {
     }
 
     /// The same copy reading from a densely packed source starting at 0.
-    pub fn from_dense_src(&self) -> CopyPlan {
+    pub(crate) fn with_dense_src(&self) -> CopyPlan {
         let mut out = self.clone();
         out.src_begin = 0;
         let mut stride = self.chunk;
@@ -186,7 +186,7 @@ impl CopyPlan {
 
     /// Calls `f(src_offset, dst_offset)` for every chunk, in order of increasing
     /// destination offset along the innermost dimension.
-    pub fn for_each_chunk(&self, mut f: impl FnMut(u64, u64)) {
+    pub(crate) fn for_each_chunk(&self, mut f: impl FnMut(u64, u64)) {
         if self.chunks() == 0 {
             return;
         }
@@ -215,7 +215,7 @@ impl CopyPlan {
     }
 
     /// Highest source byte touched, exclusive.
-    pub fn src_end(&self) -> u64 {
+    pub(crate) fn src_end(&self) -> u64 {
         if self.chunks() == 0 {
             return 0;
         }
@@ -229,7 +229,7 @@ impl CopyPlan {
     }
 
     /// Highest destination byte touched, exclusive.
-    pub fn dst_end(&self) -> u64 {
+    pub(crate) fn dst_end(&self) -> u64 {
         if self.chunks() == 0 {
             return 0;
         }
@@ -243,7 +243,7 @@ impl CopyPlan {
     }
 
     /// Copies on the host from `src` to `dst`, byte offsets relative to each slice.
-    pub fn copy_host(&self, src: &[u8], dst: &mut [u8]) {
+    pub(crate) fn copy_host(&self, src: &[u8], dst: &mut [u8]) {
         let c = self.chunk as usize;
         self.for_each_chunk(|s, d| {
             let (s, d) = (s as usize, d as usize);
@@ -255,7 +255,7 @@ impl CopyPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::dense_dims;
+    use crate::types::dense_dims;
 
     fn dims(v: &[(i64, i64, i64)]) -> Vec<Dim> {
         v.iter()
@@ -315,7 +315,7 @@ mod tests {
         let p = CopyPlan::new(&full, &dense_dims(&[16, 16, 3, 3]), 4).unwrap();
         assert_eq!(p.chunk, 4);
         assert_eq!(p.chunks(), 2304);
-        let dense = p.to_dense_dst();
+        let dense = p.with_dense_dst();
         assert_eq!(dense.bytes(), 2304 * 4);
     }
 
@@ -329,9 +329,9 @@ mod tests {
         let mut direct = vec![0u8; 16];
         p.copy_host(&src_bytes, &mut direct);
         let mut staging = vec![0u8; p.bytes() as usize];
-        p.to_dense_dst().copy_host(&src_bytes, &mut staging);
+        p.with_dense_dst().copy_host(&src_bytes, &mut staging);
         let mut via = vec![0u8; 16];
-        p.from_dense_src().copy_host(&staging, &mut via);
+        p.with_dense_src().copy_host(&staging, &mut via);
         assert_eq!(direct, via);
         // Element (2,1) of dst is element (2,1) of src: byte 2*3 + 1*40.
         assert_eq!(direct[0], 46);

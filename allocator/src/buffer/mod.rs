@@ -9,160 +9,39 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::device::DeviceView;
+pub(crate) mod host;
+mod view;
+
 use crate::error::{Error, Result};
-use crate::host::HostBytes;
+use crate::types::{dense_dims, span_bytes, Dim, ElemType, Value, MAX_DIMS};
+use crate::vk::region::Region;
+use host::HostBytes;
 
-/// Most dimensions a buffer may have (Halide's `MAX_COPY_DIMS`).
-pub const MAX_DIMS: usize = 16;
-
-/// Element type of a buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-    F32,
-    F64,
+/// A buffer's device side: a region and the element offset of the element at
+/// the buffer's mins (non-zero for crops and slices).
+#[derive(Clone, Debug)]
+pub struct DeviceView {
+    /// The device memory, shared with the buffer's views.
+    pub region: Arc<Region>,
+    /// Elements from the start of the region.
+    pub offset: u64,
 }
 
-impl ElemType {
-    /// Every element type.
-    pub const ALL: [ElemType; 10] = [
-        ElemType::I8,
-        ElemType::I16,
-        ElemType::I32,
-        ElemType::I64,
-        ElemType::U8,
-        ElemType::U16,
-        ElemType::U32,
-        ElemType::U64,
-        ElemType::F32,
-        ElemType::F64,
-    ];
-
-    /// Size of one element in bytes.
-    pub fn bytes(self) -> usize {
-        match self {
-            ElemType::I8 | ElemType::U8 => 1,
-            ElemType::I16 | ElemType::U16 => 2,
-            ElemType::I32 | ElemType::U32 | ElemType::F32 => 4,
-            ElemType::I64 | ElemType::U64 | ElemType::F64 => 8,
-        }
-    }
-
-    /// The name as cases write it: `i8` ... `f64`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ElemType::I8 => "i8",
-            ElemType::I16 => "i16",
-            ElemType::I32 => "i32",
-            ElemType::I64 => "i64",
-            ElemType::U8 => "u8",
-            ElemType::U16 => "u16",
-            ElemType::U32 => "u32",
-            ElemType::U64 => "u64",
-            ElemType::F32 => "f32",
-            ElemType::F64 => "f64",
-        }
-    }
-
-    /// Whether this is `f32` or `f64`.
-    pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F32 | ElemType::F64)
-    }
-
-    /// Writes `v` at `bytes[0..self.bytes()]`, little-endian, converting as a C cast
-    /// does (integers wrap, floats take the nearest value).
-    pub fn store(self, bytes: &mut [u8], v: i64) {
-        match self {
-            ElemType::I8 | ElemType::U8 => bytes[0] = v as u8,
-            ElemType::I16 | ElemType::U16 => bytes[..2].copy_from_slice(&(v as u16).to_le_bytes()),
-            ElemType::I32 | ElemType::U32 => bytes[..4].copy_from_slice(&(v as u32).to_le_bytes()),
-            ElemType::I64 | ElemType::U64 => bytes[..8].copy_from_slice(&v.to_le_bytes()),
-            ElemType::F32 => bytes[..4].copy_from_slice(&(v as f32).to_le_bytes()),
-            ElemType::F64 => bytes[..8].copy_from_slice(&(v as f64).to_le_bytes()),
-        }
-    }
-
-    /// Reads the element at `bytes[0..self.bytes()]`.
-    pub fn load(self, bytes: &[u8]) -> Value {
-        let b = |n: usize| -> [u8; 8] {
-            let mut a = [0u8; 8];
-            a[..n].copy_from_slice(&bytes[..n]);
-            a
-        };
-        match self {
-            ElemType::I8 => Value::Int(bytes[0] as i8 as i64),
-            ElemType::U8 => Value::Int(bytes[0] as i64),
-            ElemType::I16 => Value::Int(i16::from_le_bytes([bytes[0], bytes[1]]) as i64),
-            ElemType::U16 => Value::Int(u16::from_le_bytes([bytes[0], bytes[1]]) as i64),
-            ElemType::I32 => {
-                Value::Int(i32::from_le_bytes(b(4)[..4].try_into().unwrap_or_default()) as i64)
-            }
-            ElemType::U32 => {
-                Value::Int(u32::from_le_bytes(b(4)[..4].try_into().unwrap_or_default()) as i64)
-            }
-            ElemType::I64 => Value::Int(i64::from_le_bytes(b(8))),
-            // u64 values above i64::MAX compare by their bit pattern, as a cast would.
-            ElemType::U64 => Value::Int(u64::from_le_bytes(b(8)) as i64),
-            ElemType::F32 => {
-                Value::Float(f32::from_le_bytes(b(4)[..4].try_into().unwrap_or_default()) as f64)
-            }
-            ElemType::F64 => Value::Float(f64::from_le_bytes(b(8))),
-        }
-    }
-
-    /// Whether a stored element equals the integer `v` converted to this type.
-    pub fn equals(self, stored: Value, v: i64) -> bool {
-        let mut tmp = [0u8; 8];
-        self.store(&mut tmp, v);
-        stored == self.load(&tmp)
-    }
-}
-
-impl std::str::FromStr for ElemType {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        ElemType::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown element type '{s}'; expected one of i8, i16, i32, i64, u8, u16, u32, u64, f32, f64"))
-    }
-}
-
-impl std::fmt::Display for ElemType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An element's value as read back.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
-    Int(i64),
-    Float(f64),
-}
-
-impl std::fmt::Display for Value {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Value::Int(v) => write!(f, "{v}"),
-            Value::Float(v) => write!(f, "{v}"),
-        }
+impl DeviceView {
+    /// Byte offset in the region of the element at the view's mins.
+    pub fn byte_offset(&self, elem_bytes: usize) -> u64 {
+        self.offset * elem_bytes as u64
     }
 }
 
 /// An element that differs from what was expected.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mismatch {
+    /// Its coordinates.
     pub coords: Vec<i64>,
+    /// The value expected there.
     pub expected: i64,
+    /// The value found.
     pub actual: Value,
 }
 
@@ -175,21 +54,15 @@ pub struct Comparison {
     pub first: Vec<Mismatch>,
 }
 
-/// One dimension: `halide_dimension_t` without flags. Extent and stride in elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dim {
-    pub min: i64,
-    pub extent: i64,
-    pub stride: i64,
-}
-
 /// Host memory shared by a buffer and the views made from it.
 pub type HostMemory = Arc<RwLock<HostBytes>>;
 
 /// A buffer's host side: shared memory and the byte offset of the element at the mins.
 #[derive(Clone, Debug)]
 pub struct HostView {
+    /// The host memory, shared with views.
     pub memory: HostMemory,
+    /// Byte offset of the element at the mins.
     pub offset: usize,
 }
 
@@ -205,24 +78,6 @@ pub struct Buffer {
     pub host_dirty: bool,
     /// Device memory holds data the host does not have.
     pub device_dirty: bool,
-}
-
-/// Dense strides (first dimension innermost) for `extents`.
-pub fn dense_dims(extents: &[i64]) -> Vec<Dim> {
-    let mut stride = 1;
-    extents
-        .iter()
-        .map(|&extent| {
-            let d = Dim {
-                min: 0,
-                extent,
-                stride,
-            };
-            // Saturates: an overflowing shape is refused by the size check after.
-            stride = stride.saturating_mul(extent.max(1));
-            d
-        })
-        .collect()
 }
 
 /// Zeroed host memory of `bytes`, or an error naming the buffer when the system
@@ -266,19 +121,6 @@ fn check_dims(name: &str, dims: &[Dim]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Bytes spanned by `dims` from the element at the mins to the last element, inclusive.
-pub fn span_bytes(elem: ElemType, dims: &[Dim]) -> Option<u64> {
-    if dims.iter().any(|d| d.extent == 0) {
-        return Some(0);
-    }
-    let mut last: u64 = 0;
-    for d in dims {
-        let far = (d.extent as u64 - 1).checked_mul(d.stride as u64)?;
-        last = last.checked_add(far)?;
-    }
-    last.checked_add(1)?.checked_mul(elem.bytes() as u64)
 }
 
 impl Buffer {
@@ -358,14 +200,17 @@ impl Buffer {
         &self.name
     }
 
+    /// The element type.
     pub fn elem(&self) -> ElemType {
         self.elem
     }
 
+    /// The dimensions, innermost first.
     pub fn dims(&self) -> &[Dim] {
         &self.dims
     }
 
+    /// The number of dimensions.
     pub fn dimensions(&self) -> usize {
         self.dims.len()
     }
@@ -375,6 +220,7 @@ impl Buffer {
         self.dims.iter().map(|d| d.extent as u64).product()
     }
 
+    /// Whether the buffer has no element.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -384,10 +230,12 @@ impl Buffer {
         span_bytes(self.elem, &self.dims).unwrap_or(0)
     }
 
+    /// Whether the buffer has host memory.
     pub fn has_host(&self) -> bool {
         self.host.is_some()
     }
 
+    /// Whether the buffer has device memory.
     pub fn has_device_allocation(&self) -> bool {
         self.device.is_some()
     }

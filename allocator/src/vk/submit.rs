@@ -1,15 +1,15 @@
-//! One command pool, command buffer and fence, recorded and reused for every
-//! submission, under one lock.
-//!
-//! Halide creates a command pool and buffer per copy and waits with
-//! `vkQueueWaitIdle`; on the lab H200 that costs about 0.56 ms per 4 KiB copy
-//! against 42 us reused (see `reports/README.md`).
+//! Submission: one command pool, command buffer and fence, recorded and reused
+//! for every submission under one lock. Creating them per copy (as Halide does)
+//! costs more than a small copy itself.
 
 use std::sync::Mutex;
 
 use ash::vk;
 
+use std::sync::Arc;
+
 use crate::error::{Result, VkContext};
+use crate::vk::device::DeviceShared;
 
 struct Commands {
     queue: vk::Queue,
@@ -21,19 +21,18 @@ struct Commands {
 }
 
 pub(crate) struct Submitter {
+    device: Arc<DeviceShared>,
     inner: Mutex<Commands>,
     timestamp_period: f32,
 }
 
 impl Submitter {
-    /// `timestamp_period`: nanoseconds per tick, or None when the queue family has
-    /// no timestamps (`timestampValidBits` 0).
-    pub(crate) fn new(
-        device: &ash::Device,
-        queue: vk::Queue,
-        queue_family: u32,
-        timestamp_period: Option<f32>,
-    ) -> Result<Self> {
+    /// Commands for the device's queue; timestamps when its family has them.
+    pub(crate) fn new(shared: &Arc<DeviceShared>) -> Result<Self> {
+        let device = &shared.raw;
+        let queue = shared.queue;
+        let queue_family = shared.info.queue_family;
+        let timestamp_period = shared.timestamps.then_some(shared.info.timestamp_period);
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(queue_family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -82,7 +81,11 @@ impl Submitter {
                 }
             }
         };
+        shared.stats.command_pool_created();
+        shared.stats.command_buffer_created();
+        shared.stats.fence_created();
         Ok(Submitter {
+            device: shared.clone(),
             inner: Mutex::new(Commands {
                 queue,
                 pool,
@@ -96,22 +99,18 @@ impl Submitter {
 
     /// Records with `record`, submits, and waits for the fence. Submissions are
     /// serialised: the queue and the command buffer are used by one thread at a time.
-    pub(crate) fn run(
-        &self,
-        device: &ash::Device,
-        record: impl FnOnce(vk::CommandBuffer),
-    ) -> Result<()> {
-        self.run_timed(device, false, record).map(|_| ())
+    pub(crate) fn run(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
+        self.run_timed(false, record).map(|_| ())
     }
 
     /// As [`Submitter::run`]; with `timed`, also returns the GPU time of the recorded
     /// work in nanoseconds, from two timestamp queries.
     pub(crate) fn run_timed(
         &self,
-        device: &ash::Device,
         timed: bool,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<Option<u64>> {
+        let device = &self.device.raw;
         let c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -204,14 +203,14 @@ impl Submitter {
         let ns = ticks[1].saturating_sub(ticks[0]) as f64 * self.timestamp_period as f64;
         Ok(Some(ns as u64))
     }
+}
 
-    /// Destroys the pool, its command buffer and the fence.
-    ///
-    /// # Safety
-    /// The device must be idle and the submitter not used again.
-    pub(crate) unsafe fn destroy(&self, device: &ash::Device) {
-        let c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: the caller guarantees the device is idle.
+impl Drop for Submitter {
+    fn drop(&mut self) {
+        let device = &self.device.raw;
+        let c = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: every submission was waited for before its lock was released, and
+        // nothing records into the command buffer any more.
         unsafe {
             if let Some(q) = c.queries {
                 device.destroy_query_pool(q, None);
@@ -219,5 +218,9 @@ impl Submitter {
             device.destroy_fence(c.fence, None);
             device.destroy_command_pool(c.pool, None);
         }
+        let stats = &self.device.stats;
+        stats.command_pool_destroyed();
+        stats.command_buffer_destroyed();
+        stats.fence_destroyed();
     }
 }

@@ -9,96 +9,11 @@ use std::sync::Arc;
 
 use ash::vk;
 
-use crate::buffer::Buffer;
-use crate::context::{Context, Shared};
+use crate::buffer::{Buffer, DeviceView};
 use crate::error::{Error, Result};
-use crate::memory::allocator::Allocation;
 use crate::memory::policy::Role;
-
-/// Device memory holding one buffer's data.
-#[derive(Debug)]
-pub struct Region {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) alloc: Allocation,
-    /// Set once the memory went back to the allocator: on drop, or early when
-    /// Halide's use-count bug is emulated.
-    released: std::sync::atomic::AtomicBool,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.info.name)
-    }
-}
-
-impl Region {
-    /// Size in bytes.
-    pub fn size(&self) -> u64 {
-        self.alloc.size
-    }
-
-    /// Memory type index in the allocator's table.
-    pub fn memory_type(&self) -> u32 {
-        self.alloc.memory_type
-    }
-
-    /// The host address of the region's first byte; `size()` bytes are mapped.
-    pub(crate) fn host_ptr(&self) -> Result<std::ptr::NonNull<u8>> {
-        self.alloc.mapped.ok_or_else(|| {
-            Error::DeviceMallocFailed(format!(
-                "{} memory (type {}) is not host-visible",
-                self.alloc.role, self.alloc.memory_type
-            ))
-        })
-    }
-
-    /// What the region was allocated for.
-    pub fn role(&self) -> Role {
-        self.alloc.role
-    }
-
-    /// The `VkBuffer` bound to this region.
-    pub fn vk_buffer(&self) -> vk::Buffer {
-        self.alloc.buffer
-    }
-}
-
-impl Region {
-    /// Gives the memory back to the allocator, once (a wrapped native buffer is the
-    /// caller's: the allocator has nothing to take back).
-    fn give_back(&self) {
-        if !self
-            .released
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
-            let s = &self.shared;
-            s.allocator.free(&s.device, &s.stats, &self.alloc);
-            s.stats.region_destroyed();
-        }
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        self.give_back();
-    }
-}
-
-/// A buffer's device side: a region and the element offset of the element at
-/// the buffer's mins (non-zero for crops and slices).
-#[derive(Clone, Debug)]
-pub struct DeviceView {
-    pub region: Arc<Region>,
-    /// Elements from the start of the region.
-    pub offset: u64,
-}
-
-impl DeviceView {
-    /// Byte offset in the region of the element at the view's mins.
-    pub fn byte_offset(&self, elem_bytes: usize) -> u64 {
-        self.offset * elem_bytes as u64
-    }
-}
+use crate::runtime::context::Context;
+use crate::vk::region::Region;
 
 impl Context {
     /// A region of `size` bytes placed for `role` by the context's policy: device
@@ -109,14 +24,7 @@ impl Context {
     }
 
     pub(crate) fn allocate_region(&self, role: Role, size: u64) -> Result<Arc<Region>> {
-        let s = &self.shared;
-        let alloc = s.allocator.allocate(&s.device, &s.stats, role, size)?;
-        s.stats.region_created();
-        Ok(Arc::new(Region {
-            shared: self.shared.clone(),
-            alloc,
-            released: std::sync::atomic::AtomicBool::new(false),
-        }))
+        Region::allocate(&self.inner.allocator, role, size).map(Arc::new)
     }
 
     /// Gives `buf` device memory of `size_in_bytes`, zero-filled as Halide's Vulkan
@@ -125,7 +33,7 @@ impl Context {
     pub fn device_malloc(&self, buf: &mut Buffer) -> Result<()> {
         let size = buf.size_in_bytes();
         if let Some(view) = &buf.device {
-            if !Arc::ptr_eq(&view.region.shared, &self.shared) {
+            if !self.owns(view.region.device()) {
                 return Err(Error::IncompatibleBuffers(format!(
                     "{} has device memory of another context",
                     buf.name()
@@ -137,13 +45,12 @@ impl Context {
             buf.device = None;
         }
         let region = self.allocate_region(Role::Device, size)?;
-        self.shared.submitter.run(&self.shared.device, |cmd| {
+        self.inner.submitter.run(|cmd| {
             // SAFETY: the buffer was just created and is not in use; its size is a
             // multiple of 4 (the allocator rounds it up), so WHOLE_SIZE covers it all.
             unsafe {
-                self.shared
-                    .device
-                    .cmd_fill_buffer(cmd, region.alloc.buffer, 0, vk::WHOLE_SIZE, 0);
+                self.raw_device()
+                    .cmd_fill_buffer(cmd, region.vk_buffer(), 0, vk::WHOLE_SIZE, 0);
             }
         })?;
         buf.device = Some(DeviceView { region, offset: 0 });
@@ -187,14 +94,8 @@ impl Context {
                 buf.size_in_bytes()
             )));
         }
-        let alloc = Allocation::wrapped(buffer, size, 0, vk::MemoryPropertyFlags::DEVICE_LOCAL);
-        self.shared.stats.region_created();
         buf.device = Some(DeviceView {
-            region: Arc::new(Region {
-                shared: self.shared.clone(),
-                alloc,
-                released: std::sync::atomic::AtomicBool::new(false),
-            }),
+            region: Arc::new(Region::wrapped(&self.inner.allocator, buffer, size)),
             offset: 0,
         });
         Ok(())
@@ -206,7 +107,7 @@ impl Context {
         let Some(view) = &buf.device else {
             return Err(Error::NoDeviceAllocation(buf.name().to_owned()));
         };
-        if !view.region.alloc.is_wrapped() {
+        if !view.region.is_wrapped() {
             return Err(Error::IncompatibleBuffers(format!(
                 "{}'s device memory is vkcopy's, not a wrapped VkBuffer",
                 buf.name()
@@ -218,7 +119,7 @@ impl Context {
                 buf.name()
             )));
         }
-        let handle = view.region.alloc.buffer;
+        let handle = view.region.vk_buffer();
         buf.device = None;
         buf.device_dirty = false;
         Ok(handle)
@@ -230,7 +131,7 @@ impl Context {
         if let Some(view) = &buf.device {
             // Halide before #9237: the owner's release frees the region even though a
             // crop still uses it.
-            if self.shared.emulate.use_count_zero && view.offset == 0 {
+            if self.inner.device.emulate.use_count_zero() && view.offset == 0 {
                 view.region.give_back();
             }
         }

@@ -104,6 +104,7 @@ const KEYWORDS: [&str; 5] = ["and", "or", "not", "if", "else"];
 pub struct ExprError {
     /// Byte offset of the problem in the source.
     pub offset: usize,
+    /// What is wrong.
     pub message: String,
 }
 

@@ -1,19 +1,15 @@
-//! Places device allocations. For each request the policy ranks the memory
-//! types; the allocator takes a region of an existing block of the first type
-//! that has room, or allocates a new block, and moves to the next type when
-//! `vkAllocateMemory` runs out of memory or the heap is full (the seed's "heap
-//! full" path). Blocks are pooled per memory type (Halide's `BlockAllocator` and
-//! `RegionAllocator`, `src/runtime/internal/`); each region has its own
-//! `VkBuffer` bound at its offset, kept for reuse when the region is released.
-//!
-//! With a simulated table (a recorded table of another device), each simulated
-//! type is backed by a compatible real type; simulated heap sizes are enforced,
-//! and simulated non-coherent types model the CPU cache: the host sees a shadow
-//! copy that only an invalidate refreshes and whose writes reach the device only
-//! through a flush.
+//! The device allocator. For each request the policy ranks the memory types;
+//! the allocator takes a region of an existing block of the first type that has
+//! room, or allocates a new block, and moves to the next type when
+//! `vkAllocateMemory` runs out of memory or the heap is full. Blocks are pooled
+//! per memory type (Halide's `BlockAllocator` and `RegionAllocator`,
+//! `src/runtime/internal/`); each region has its own `VkBuffer` bound at its
+//! offset, kept for reuse when the region is released. With a simulated table
+//! (module `simulate`) selection runs on the recorded table, and its heap sizes
+//! are enforced.
 
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
@@ -22,8 +18,10 @@ use crate::memory::block::{BlockId, BlockPool, Placement as PoolPlacement};
 use crate::memory::config::AllocConfig;
 use crate::memory::policy::{Policy, Role};
 use crate::memory::region::RegionId;
-use crate::memory::stats::{Placement, Stats};
 use crate::memory::table::MemoryTable;
+use crate::stats::Placement;
+use crate::vk::device::DeviceShared;
+use crate::vk::simulate::{self, Shadow, Simulation};
 
 /// Usage of every buffer the runtime creates: storage for kernels, both transfer ends.
 pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -31,14 +29,6 @@ pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );
-
-/// The host's view of a simulated non-coherent block: `cache` is what the CPU
-/// sees, `real` the mapping of the memory the device uses.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Shadow {
-    pub(crate) real: NonNull<u8>,
-    pub(crate) cache: NonNull<u8>,
-}
 
 /// One `VkDeviceMemory` of a pool.
 #[derive(Debug)]
@@ -134,12 +124,16 @@ struct State {
 // the region they address.
 unsafe impl Send for State {}
 
+/// The device allocator: pools of blocks per memory type of the table it selects
+/// from. It owns its device, as every region it hands out owns the allocator, so
+/// memory always goes back to the device it came from.
 pub(crate) struct Allocator {
+    device: Arc<DeviceShared>,
     policy: Policy,
     /// The table selection runs on: the device's, or a simulated one.
     table: MemoryTable,
-    /// For a simulated table: the real memory type behind each simulated one.
-    backing: Option<Vec<u32>>,
+    /// For a simulated table: how it maps onto the real device.
+    simulation: Option<Simulation>,
     config: AllocConfig,
     /// Alignment of buffer memory, from a probe buffer (identical for every buffer of
     /// the same usage: Vulkan spec, "Resource Memory Association").
@@ -149,37 +143,7 @@ pub(crate) struct Allocator {
     /// Alignment for offsets of views bound as storage buffers.
     min_storage_alignment: u64,
     non_coherent_atom: u64,
-    /// Where to ask for heap budgets (`VK_EXT_memory_budget`), on a real table.
-    budget: Option<(ash::Instance, vk::PhysicalDevice)>,
     state: Mutex<State>,
-}
-
-/// The real type that stands in for a simulated one: the first real type that has
-/// at least its host-visible/coherent/cached/device-local flags, else the first
-/// host-visible coherent type for a host-visible simulated type, else type 0.
-fn backing_types(real: &MemoryTable, simulated: &MemoryTable) -> Vec<u32> {
-    let relevant = vk::MemoryPropertyFlags::DEVICE_LOCAL
-        | vk::MemoryPropertyFlags::HOST_VISIBLE
-        | vk::MemoryPropertyFlags::HOST_COHERENT
-        | vk::MemoryPropertyFlags::HOST_CACHED;
-    let hv = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-    simulated
-        .types
-        .iter()
-        .map(|t| {
-            let want = t.flags & relevant;
-            real.types
-                .iter()
-                .position(|r| r.flags.contains(want))
-                .or_else(|| {
-                    real.types.iter().position(|r| {
-                        !want.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
-                            || r.flags.contains(hv)
-                    })
-                })
-                .unwrap_or(0) as u32
-        })
-        .collect()
 }
 
 fn align_up(v: u64, a: u64) -> u64 {
@@ -190,70 +154,64 @@ fn align_up(v: u64, a: u64) -> u64 {
     }
 }
 
-/// What the allocator needs to know of the device besides its memory table.
-pub(crate) struct DeviceLimits {
-    pub(crate) min_storage_alignment: u64,
-    pub(crate) non_coherent_atom: u64,
-    /// For `VK_EXT_memory_budget`, when the device has it.
-    pub(crate) budget: Option<(ash::Instance, vk::PhysicalDevice)>,
-}
-
 impl Allocator {
+    /// An allocator on `device` selecting by `policy` from the device's table, or
+    /// from `simulated` presented on top of it.
     pub(crate) fn new(
-        device: &ash::Device,
-        stats: &Stats,
+        device: Arc<DeviceShared>,
         policy: Policy,
-        real: &MemoryTable,
         simulated: Option<MemoryTable>,
         config: AllocConfig,
-        limits: DeviceLimits,
     ) -> Result<Self> {
         // A probe buffer gives the alignment and memory types of every buffer we make.
         let info = vk::BufferCreateInfo::default()
             .size(4)
             .usage(BUFFER_USAGE)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let raw = &device.raw;
         // SAFETY: valid create info; destroyed right after the query.
-        let probe = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        let probe = unsafe { raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         // SAFETY: the probe was created from this device.
-        let req = unsafe { device.get_buffer_memory_requirements(probe) };
+        let req = unsafe { raw.get_buffer_memory_requirements(probe) };
         // SAFETY: not bound, not used.
-        unsafe { device.destroy_buffer(probe, None) };
-        let _ = stats;
-        let (table, backing) = match simulated {
-            Some(sim) => {
-                let back = backing_types(real, &sim);
-                (sim, Some(back))
-            }
-            None => (real.clone(), None),
-        };
+        unsafe { raw.destroy_buffer(probe, None) };
+        let (table, simulation) = Simulation::start(&device.memory, simulated);
         let pools = table
             .types
             .iter()
             .map(|t| BlockPool::new(config, table.heaps[t.heap as usize].size))
             .collect();
         let heaps = table.heaps.len();
-        let non_coherent_atom = if backing.is_some() {
-            table.non_coherent_atom_size.max(limits.non_coherent_atom)
-        } else {
-            limits.non_coherent_atom
-        };
+        let mut non_coherent_atom = device.info.non_coherent_atom_size;
+        if simulation.is_some() {
+            non_coherent_atom = non_coherent_atom.max(table.non_coherent_atom_size);
+        }
         Ok(Allocator {
             policy,
             table,
-            backing,
+            simulation,
             config,
             alignment: req.alignment.max(1),
             real_type_bits: req.memory_type_bits,
-            min_storage_alignment: limits.min_storage_alignment.max(1),
+            min_storage_alignment: device.info.min_storage_buffer_offset_alignment.max(1),
             non_coherent_atom: non_coherent_atom.max(1),
-            budget: limits.budget,
             state: Mutex::new(State {
                 pools,
                 heap_used: vec![0; heaps],
                 heap_filler: vec![0; heaps],
             }),
+            device,
         })
+    }
+
+    /// The device this allocator allocates from.
+    pub(crate) fn device(&self) -> &Arc<DeviceShared> {
+        &self.device
+    }
+
+    /// The selection policy.
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
     }
 
     pub(crate) fn table(&self) -> &MemoryTable {
@@ -272,30 +230,18 @@ impl Allocator {
 
     /// Whether the table is a simulated one.
     pub(crate) fn is_simulated(&self) -> bool {
-        self.simulated()
-    }
-
-    fn simulated(&self) -> bool {
-        self.backing.is_some()
+        self.simulation.is_some()
     }
 
     fn real_type(&self, ty: u32) -> u32 {
-        self.backing.as_ref().map_or(ty, |b| b[ty as usize])
+        self.simulation.as_ref().map_or(ty, |s| s.real_type(ty))
     }
 
     /// memoryTypeBits in the selection table's indices.
     fn type_bits(&self) -> u32 {
-        match &self.backing {
+        match &self.simulation {
             None => self.real_type_bits,
-            Some(back) => {
-                let mut bits = self.table.buffer_memory_type_bits;
-                for (i, real) in back.iter().enumerate() {
-                    if self.real_type_bits & (1 << real) == 0 {
-                        bits &= !(1 << i);
-                    }
-                }
-                bits
-            }
+            Some(sim) => sim.type_bits(&self.table, self.real_type_bits),
         }
     }
 
@@ -303,7 +249,7 @@ impl Allocator {
     /// `fill_heap` took) in a simulation; always on a real device, whose driver says
     /// when it is out of memory.
     fn heap_has_room(&self, st: &State, heap: u32, bytes: u64) -> bool {
-        if !self.simulated() {
+        if !self.is_simulated() {
             return self.within_budget(heap, bytes);
         }
         let h = heap as usize;
@@ -316,13 +262,14 @@ impl Allocator {
     /// Whether `bytes` more stay within the driver's budget for `heap`
     /// (`VK_EXT_memory_budget`); true without the extension.
     fn within_budget(&self, heap: u32, bytes: u64) -> bool {
-        let Some((instance, physical)) = &self.budget else {
+        if !self.device.memory_budget {
             return true;
-        };
+        }
+        let (instance, physical) = (&self.device.instance.raw, self.device.physical);
         let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
         let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
         // SAFETY: the extension is enabled on the device; a valid pNext chain.
-        unsafe { instance.get_physical_device_memory_properties2(*physical, &mut props) };
+        unsafe { instance.get_physical_device_memory_properties2(physical, &mut props) };
         let h = heap as usize;
         let (usage, limit) = (budget.heap_usage[h], budget.heap_budget[h]);
         limit == 0 || usage.saturating_add(bytes) <= limit
@@ -330,8 +277,9 @@ impl Allocator {
 
     /// Takes all of `heap` but `leave` bytes, as if other programs used it.
     /// Simulation only.
+    #[cfg(feature = "simulate")]
     pub(crate) fn fill_heap(&self, heap: u32, leave: u64) -> Result<u64> {
-        if !self.simulated() {
+        if !self.is_simulated() {
             return Err(Error::BadSetting {
                 name: "fill_heap",
                 value: heap.to_string(),
@@ -358,12 +306,11 @@ impl Allocator {
     /// when host-visible (with a shadow when simulated non-coherent).
     fn allocate_block(
         &self,
-        device: &ash::Device,
-        stats: &Stats,
         st: &mut State,
         ty: u32,
         size: u64,
     ) -> std::result::Result<BlockMemory, vk::Result> {
+        let (device, stats) = (&self.device.raw, &self.device.stats);
         let heap = self.table.types[ty as usize].heap;
         if !self.heap_has_room(st, heap, size) {
             return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
@@ -401,14 +348,9 @@ impl Allocator {
             let real = NonNull::new(p);
             block.mapped = real;
             let coherent = flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT);
-            if let (true, false, Some(real)) = (self.simulated(), coherent, real) {
-                let mut cache = vec![0u8; size as usize].into_boxed_slice();
-                // SAFETY: `real` maps `size` bytes; the cache starts as what memory holds.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(real.as_ptr(), cache.as_mut_ptr(), size as usize)
-                };
-                let raw = Box::into_raw(cache);
-                block.mapped = NonNull::new(raw.cast::<u8>());
+            if let (Some(_), false, Some(real)) = (&self.simulation, coherent, real) {
+                let (cache, raw) = simulate::shadow_block(real, size);
+                block.mapped = Some(cache);
                 block.shadow = Some((real, raw));
             }
         }
@@ -416,7 +358,8 @@ impl Allocator {
         Ok(block)
     }
 
-    fn free_block(&self, device: &ash::Device, stats: &Stats, st: &mut State, b: BlockMemory) {
+    fn free_block(&self, st: &mut State, b: BlockMemory) {
+        let (device, stats) = (&self.device.raw, &self.device.stats);
         // SAFETY: no buffer is bound to the memory any more (its regions' buffers were
         // destroyed first); the shadow was made by Box::into_raw in allocate_block.
         unsafe {
@@ -425,7 +368,7 @@ impl Allocator {
                 stats.mapping_destroyed();
             }
             if let Some((_, raw)) = b.shadow {
-                drop(Box::from_raw(raw));
+                simulate::free_shadow(raw);
             }
             device.free_memory(b.memory, None);
         }
@@ -433,7 +376,8 @@ impl Allocator {
         st.heap_used[b.heap as usize] -= b.size;
     }
 
-    fn destroy_buffers(&self, device: &ash::Device, stats: &Stats, buffers: Vec<vk::Buffer>) {
+    fn destroy_buffers(&self, buffers: Vec<vk::Buffer>) {
+        let (device, stats) = (&self.device.raw, &self.device.stats);
         for b in buffers {
             // SAFETY: the region that held the buffer is free or gone; no pending work
             // uses it (every submission is waited for).
@@ -443,13 +387,8 @@ impl Allocator {
     }
 
     /// Reserves `size` bytes for `role` and binds a buffer there.
-    pub(crate) fn allocate(
-        &self,
-        device: &ash::Device,
-        stats: &Stats,
-        role: Role,
-        size: u64,
-    ) -> Result<Allocation> {
+    pub(crate) fn allocate(&self, role: Role, size: u64) -> Result<Allocation> {
+        let stats = &self.device.stats;
         let request = self.policy.request(role);
         let candidates = self
             .policy
@@ -472,34 +411,33 @@ impl Allocator {
                 alignment = alignment.max(self.non_coherent_atom);
                 reserve = align_up(reserve, self.non_coherent_atom);
             }
-            match self.place(device, stats, &mut st, ty, reserve, alignment) {
+            match self.place(&mut st, ty, reserve, alignment) {
                 Ok((block, reservation)) => {
                     let pool = &mut st.pools[ty as usize];
                     let b = pool.block(block).expect("just placed");
                     let (memory, memory_size, heap) = (b.payload.memory, b.size, b.payload.heap);
                     let (mapped, shadow_base) = (b.payload.mapped, b.payload.shadow);
-                    self.destroy_buffers(device, stats, reservation.evicted);
+                    self.destroy_buffers(reservation.evicted);
                     let buffer = match reservation.cached {
                         Some(buf) => buf,
                         // The buffer spans the whole region, so a later reuse of the region
                         // (any request that rounds to the same size) fits in it.
-                        None => match self.create_buffer(
-                            device,
-                            stats,
-                            reservation.size,
-                            memory,
-                            reservation.offset,
-                        ) {
-                            Ok(buf) => {
-                                let _ =
-                                    st.pools[ty as usize].set_payload(block, reservation.id, buf);
-                                buf
+                        None => {
+                            match self.create_buffer(reservation.size, memory, reservation.offset) {
+                                Ok(buf) => {
+                                    let _ = st.pools[ty as usize].set_payload(
+                                        block,
+                                        reservation.id,
+                                        buf,
+                                    );
+                                    buf
+                                }
+                                Err(e) => {
+                                    let _ = st.pools[ty as usize].release(block, reservation.id);
+                                    return Err(e);
+                                }
                             }
-                            Err(e) => {
-                                let _ = st.pools[ty as usize].release(block, reservation.id);
-                                return Err(e);
-                            }
-                        },
+                        }
                     };
                     let at = |p: NonNull<u8>| {
                         // SAFETY: the region lies inside the block's mapping.
@@ -525,10 +463,7 @@ impl Allocator {
                         memory_type: ty,
                         flags,
                         mapped: mapped.map(at),
-                        shadow: shadow_base.map(|(real, cache)| Shadow {
-                            real: at(real),
-                            cache: at(NonNull::new(cache.cast::<u8>()).expect("boxed slice")),
-                        }),
+                        shadow: shadow_base.map(|(real, cache)| Shadow::at(real, cache, at)),
                         role,
                         owner: Some((block, reservation.id)),
                     });
@@ -556,8 +491,6 @@ impl Allocator {
     /// when the pool's limits refuse.
     fn place(
         &self,
-        device: &ash::Device,
-        stats: &Stats,
         st: &mut State,
         ty: u32,
         size: u64,
@@ -566,7 +499,7 @@ impl Allocator {
     {
         let mut placed = st.pools[ty as usize].place(size, alignment, false);
         if placed.is_err() {
-            self.collect_pool(device, stats, st, ty as usize);
+            self.collect_pool(st, ty as usize);
             placed = st.pools[ty as usize].place(size, alignment, false);
         }
         let (block_size, dedicated) = match placed.map_err(|e| e.to_string())? {
@@ -584,7 +517,7 @@ impl Allocator {
         }
         let mut last = vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
         for bs in tries {
-            match self.allocate_block(device, stats, st, ty, bs) {
+            match self.allocate_block(st, ty, bs) {
                 Ok(mem) => {
                     return st.pools[ty as usize]
                         .add_block(mem, bs, dedicated, size, alignment)
@@ -607,12 +540,11 @@ impl Allocator {
 
     fn create_buffer(
         &self,
-        device: &ash::Device,
-        stats: &Stats,
         size: u64,
         memory: vk::DeviceMemory,
         offset: u64,
     ) -> Result<vk::Buffer> {
+        let (device, stats) = (&self.device.raw, &self.device.stats);
         let info = vk::BufferCreateInfo::default()
             .size(size)
             .usage(BUFFER_USAGE)
@@ -632,17 +564,16 @@ impl Allocator {
         Ok(buffer)
     }
 
-    fn collect_pool(&self, device: &ash::Device, stats: &Stats, st: &mut State, ty: usize) {
+    fn collect_pool(&self, st: &mut State, ty: usize) {
         let (blocks, buffers) = st.pools[ty].collect();
-        self.destroy_buffers(device, stats, buffers);
+        self.destroy_buffers(buffers);
         for b in blocks {
-            self.free_block(device, stats, st, b);
+            self.free_block(st, b);
         }
     }
 
     /// Returns a region to its block, keeping its buffer for reuse (Halide's `release`).
-    pub(crate) fn free(&self, device: &ash::Device, stats: &Stats, a: &Allocation) {
-        let _ = (device, stats);
+    pub(crate) fn free(&self, a: &Allocation) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         // An error here means the region was already released (an emulated Halide
         // bug released it early); there is nothing left to do.
@@ -653,11 +584,11 @@ impl Allocator {
 
     /// Coalesces free regions, destroys their buffers and frees empty blocks
     /// (Halide's `release_unused_device_allocations`). Returns blocks freed.
-    pub(crate) fn release_unused(&self, device: &ash::Device, stats: &Stats) -> usize {
+    pub(crate) fn release_unused(&self) -> usize {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let before: usize = st.pools.iter().map(|p| p.blocks()).sum();
         for ty in 0..st.pools.len() {
-            self.collect_pool(device, stats, &mut st, ty);
+            self.collect_pool(&mut st, ty);
         }
         let after: usize = st.pools.iter().map(|p| p.blocks()).sum();
         before - after
@@ -671,19 +602,35 @@ impl Allocator {
             st.pools.iter().map(|p| p.pool_size()).sum(),
         )
     }
+}
 
-    /// Frees everything, in use or not.
-    ///
-    /// # Safety
-    /// The device must be idle and no allocation used again.
-    pub(crate) unsafe fn destroy(&self, device: &ash::Device, stats: &Stats) {
+impl Drop for Allocator {
+    /// Frees every block; regions hold the allocator, so none is in use.
+    fn drop(&mut self) {
+        let (device, stats) = (&self.device.raw, &self.device.stats);
+        // SAFETY: no region is alive (each holds the allocator) and every submission
+        // was waited for.
+        let _ = unsafe { device.device_wait_idle() };
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         for ty in 0..st.pools.len() {
             let (blocks, buffers) = st.pools[ty].drain();
-            self.destroy_buffers(device, stats, buffers);
+            for b in buffers {
+                // SAFETY: as above.
+                unsafe { device.destroy_buffer(b, None) };
+                stats.buffer_destroyed();
+            }
             for b in blocks {
-                self.free_block(device, stats, &mut st, b);
+                self.free_block(&mut st, b);
             }
         }
+    }
+}
+
+impl std::fmt::Debug for Allocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocator")
+            .field("device", &self.device)
+            .field("policy", &self.policy)
+            .finish()
     }
 }

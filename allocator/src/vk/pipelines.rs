@@ -1,34 +1,33 @@
-//! WGSL → SPIR-V with naga, and the per-context pipeline cache.
+//! The per-context pipeline cache: one `VkShaderModule` and one compute
+//! `VkPipeline` per shader key, kept until the context is dropped (or
+//! [`Context::release_pipelines`]); every pipeline shares one descriptor set
+//! layout of storage buffers and one pipeline layout.
 //!
-//! One `VkShaderModule` and one compute `VkPipeline` per distinct WGSL source,
-//! kept until the context is dropped (or [`Context::release_kernels`]); every
-//! kernel shares one descriptor set layout of `bindings` storage buffers and one
-//! pipeline layout.
-//!
-//! [`Context::release_kernels`]: crate::Context::release_kernels
+//! [`Context::release_pipelines`]: crate::Context::release_pipelines
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
-use crate::memory::stats::Stats;
+use crate::stats::Stats;
+use crate::vk::device::DeviceShared;
 
-/// Counts and times of kernel compilation, for reports.
+/// Counts and times of pipeline creation, for reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelStats {
-    /// Distinct sources compiled (each made one shader module and one pipeline).
+pub struct PipelineStats {
+    /// Distinct shaders compiled (each made one shader module and one pipeline).
     pub compiled: u64,
-    /// Kernel calls that found their pipeline in the cache.
+    /// Dispatches that found their pipeline in the cache.
     pub cache_hits: u64,
     /// Dispatches recorded.
     pub dispatches: u64,
     /// Pipelines alive in the cache now.
     pub cached: u64,
-    /// Total time in naga: WGSL parse, validation and SPIR-V generation.
-    pub wgsl_to_spirv: Duration,
+    /// Total time producing SPIR-V (the callers' compilers).
+    pub to_spirv: Duration,
     /// Total time in `vkCreateShaderModule` + `vkCreateComputePipelines`.
     pub pipeline_creation: Duration,
 }
@@ -49,44 +48,13 @@ pub(crate) struct Layout {
 pub(crate) struct CacheInner {
     pub(crate) layout: Option<Layout>,
     pipelines: HashMap<String, Pipeline>,
-    pub(crate) stats: KernelStats,
+    pub(crate) stats: PipelineStats,
 }
 
-/// The cache; lives in the context's `Shared`.
-#[derive(Default)]
-pub(crate) struct KernelCache {
+/// The cache of one context.
+pub(crate) struct PipelineCache {
+    device: Arc<DeviceShared>,
     inner: Mutex<CacheInner>,
-}
-
-/// Compiles WGSL to SPIR-V 1.3 (Vulkan 1.1) words, without debug info.
-pub(crate) fn compile(source: &str, caps: naga::valid::Capabilities) -> Result<Vec<u32>> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
-        Error::KernelCompileFailed(format!(
-            "WGSL parse: {}\n{source}",
-            e.emit_to_string(source)
-        ))
-    })?;
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-        .validate(&module)
-        .map_err(|e| {
-            Error::KernelCompileFailed(format!(
-                "WGSL validation: {}\n{source}",
-                e.emit_to_string(source)
-            ))
-        })?;
-    let options = naga::back::spv::Options {
-        lang_version: (1, 3),
-        flags: naga::back::spv::WriterFlags::empty(),
-        // Without a binding map, "fake" bindings are the WGSL's own @group/@binding.
-        fake_missing_bindings: true,
-        ..Default::default()
-    };
-    let pipeline = naga::back::spv::PipelineOptions {
-        shader_stage: naga::ShaderStage::Compute,
-        entry_point: "main".into(),
-    };
-    naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
-        .map_err(|e| Error::KernelCompileFailed(format!("SPIR-V output: {e}\n{source}")))
 }
 
 impl CacheInner {
@@ -147,14 +115,15 @@ impl CacheInner {
 
     /// The pipeline of `source`, compiled and created on first use. The layout
     /// must exist.
+    /// The pipeline of shader `key`, made from the words `spirv` returns on first use.
     pub(crate) fn pipeline(
         &mut self,
         device: &ash::Device,
         stats: &Stats,
-        source: &str,
-        caps: naga::valid::Capabilities,
+        key: &str,
+        spirv: &dyn Fn() -> Result<Vec<u32>>,
     ) -> Result<vk::Pipeline> {
-        if let Some(p) = self.pipelines.get(source) {
+        if let Some(p) = self.pipelines.get(key) {
             self.stats.cache_hits += 1;
             return Ok(p.pipeline);
         }
@@ -164,12 +133,12 @@ impl CacheInner {
             .map(|l| l.pipeline_layout)
             .ok_or_else(|| Error::KernelCompileFailed("no pipeline layout".into()))?;
         let start = Instant::now();
-        let words = compile(source, caps)?;
+        let words = spirv()?;
         let compiled = Instant::now();
-        self.stats.wgsl_to_spirv += compiled - start;
+        self.stats.to_spirv += compiled - start;
         let info = vk::ShaderModuleCreateInfo::default().code(&words);
-        // SAFETY: `words` is SPIR-V produced and validated by naga; destroyed in
-        // `destroy` (or below on failure).
+        // SAFETY: `words` is the caller's SPIR-V (the `dispatch` contract); destroyed
+        // in `clear` (or below on failure).
         let module =
             unsafe { device.create_shader_module(&info, None) }.vk("vkCreateShaderModule")?;
         stats.shader_module_created();
@@ -213,7 +182,7 @@ impl CacheInner {
         self.stats.pipeline_creation += compiled.elapsed();
         self.stats.compiled += 1;
         self.pipelines
-            .insert(source.to_owned(), Pipeline { module, pipeline });
+            .insert(key.to_owned(), Pipeline { module, pipeline });
         self.stats.cached = self.pipelines.len() as u64;
         self.publish(stats);
         Ok(pipeline)
@@ -247,19 +216,26 @@ impl CacheInner {
     }
 }
 
-impl KernelCache {
-    /// Locks the cache. Kernel calls hold the lock from pipeline lookup until their
+impl PipelineCache {
+    pub(crate) fn new(device: &Arc<DeviceShared>) -> Self {
+        PipelineCache {
+            device: device.clone(),
+            inner: Mutex::default(),
+        }
+    }
+
+    /// Locks the cache. Dispatches hold the lock from pipeline lookup until their
     /// fence wait, so nothing they use is destroyed under them.
     pub(crate) fn lock(&self) -> MutexGuard<'_, CacheInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
 
-    /// Destroys everything; called by `Shared::drop` before the device.
-    ///
-    /// # Safety
-    /// The device must be idle.
-    pub(crate) unsafe fn destroy(&self, device: &ash::Device, stats: &Stats) {
-        // SAFETY: the caller guarantees the device is idle.
-        unsafe { self.lock().clear(device, stats) };
+impl Drop for PipelineCache {
+    fn drop(&mut self) {
+        let device = &self.device;
+        // SAFETY: dispatches wait for their fence before releasing the lock; the
+        // cache is gone, so no dispatch is running.
+        unsafe { self.lock().clear(&device.raw, &device.stats) };
     }
 }

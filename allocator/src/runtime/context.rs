@@ -1,0 +1,289 @@
+//! The context: a thin composition of what one device connection needs (device,
+//! allocator, submission, host imports, pipelines, copy profile), created in
+//! order and dropped in reverse, as Halide's `vk_create_context` /
+//! `vk_destroy_context` do. Cheap to clone; safe to share between threads.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::emulate::Emulate;
+use crate::error::Result;
+use crate::memory::config::AllocConfig;
+use crate::memory::policy::Policy;
+use crate::memory::table::MemoryTable;
+use crate::profile::{CopyStats, Profile};
+use crate::runtime::options::ContextOptions;
+use crate::stats::{LeakReport, Stats};
+use crate::types::CopyPath;
+use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
+use crate::vk::allocator::Allocator;
+use crate::vk::device::{self, DeviceShared};
+use crate::vk::import::HostImport;
+use crate::vk::instance::Instance;
+use crate::vk::pipelines::PipelineCache;
+use crate::vk::submit::Submitter;
+
+/// One device connection: the device, its allocator and queue. Cheap to clone;
+/// safe to share between threads.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// What a context owns. Fields drop in order, after `Drop::drop` waited for the
+/// device: pipelines and imports before the submitter, the allocator (kept alive
+/// by regions that outlive the context) and the device last.
+pub(crate) struct Inner {
+    pub(crate) pipelines: PipelineCache,
+    /// Host imports, when the device has the extension and copies may use them.
+    pub(crate) host_import: Option<Arc<HostImport>>,
+    pub(crate) submitter: Submitter,
+    pub(crate) profile: Profile,
+    pub(crate) allocator: Arc<Allocator>,
+    pub(crate) device: Arc<DeviceShared>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: waiting for idle has no preconditions; nothing is submitted after.
+        let _ = unsafe { self.device.raw.device_wait_idle() };
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.inner.device.info.name)
+            .field("policy", &self.inner.allocator.policy())
+            .finish()
+    }
+}
+
+impl Context {
+    /// Opens a device as `options` say.
+    pub fn new(options: ContextOptions) -> Result<Self> {
+        let instance = Instance::new(options.validation)?;
+        let adapter = Adapter::select(&instance, &options.device, options.import_host)?;
+        #[cfg(feature = "emulate")]
+        let emulate = options.emulate;
+        #[cfg(not(feature = "emulate"))]
+        let emulate = Emulate;
+        let device = Arc::new(DeviceShared::new(instance, adapter, emulate)?);
+        #[cfg(feature = "simulate")]
+        let simulated = options.simulate_memory.clone();
+        #[cfg(not(feature = "simulate"))]
+        let simulated = None;
+        let allocator = Arc::new(Allocator::new(
+            device.clone(),
+            options.policy,
+            simulated,
+            options.alloc_config,
+        )?);
+        let submitter = Submitter::new(&device)?;
+        // Imports model vkcopy's own copy paths: the Halide policies always stage,
+        // and a simulation or an emulated bug models staging too.
+        let import =
+            options.policy == Policy::Vkcopy && !allocator.is_simulated() && !device.emulate.any();
+        Ok(Context {
+            inner: Arc::new(Inner {
+                pipelines: PipelineCache::new(&device),
+                host_import: import.then(|| HostImport::new(&device)).flatten(),
+                submitter,
+                profile: Profile::default(),
+                allocator,
+                device,
+            }),
+        })
+    }
+
+    /// Opens a device as the environment says ([`ContextOptions::from_env`]).
+    pub fn from_env() -> Result<Self> {
+        Self::new(ContextOptions::from_env()?)
+    }
+
+    /// Every physical device with its memory table.
+    pub fn list_devices() -> Result<Vec<DeviceSummary>> {
+        crate::vk::adapter::list_devices()
+    }
+
+    /// Devices of this process that are still open: each closes when its last
+    /// context clone and the last device memory made from it are dropped.
+    pub fn live_contexts() -> usize {
+        device::live_devices()
+    }
+
+    /// What was found about the device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.device.info
+    }
+
+    /// The device's own memory table.
+    pub fn device_memory(&self) -> &MemoryTable {
+        &self.inner.device.memory
+    }
+
+    /// The memory table the allocator selects from: the device's, or the simulated one.
+    pub fn memory_table(&self) -> &MemoryTable {
+        self.inner.allocator.table()
+    }
+
+    /// The memory-type selection policy.
+    pub fn policy(&self) -> Policy {
+        self.inner.allocator.policy()
+    }
+
+    /// The allocator's configuration.
+    pub fn alloc_config(&self) -> AllocConfig {
+        *self.inner.allocator.config()
+    }
+
+    /// The Halide bugs this context brings back.
+    #[cfg(feature = "emulate")]
+    pub fn emulate(&self) -> Emulate {
+        self.inner.device.emulate
+    }
+
+    /// Coalesces free regions, destroys their cached buffers and frees empty blocks
+    /// (Halide's `halide_vulkan_release_unused_device_allocations`). Returns the
+    /// number of blocks freed.
+    pub fn release_unused(&self) -> usize {
+        self.inner.allocator.release_unused()
+    }
+
+    /// Halide's `device_release`: frees every unused block and the cached pipelines.
+    /// Memory still held by buffers stays valid.
+    pub fn device_release(&self) -> usize {
+        self.release_pipelines();
+        self.release_unused()
+    }
+
+    /// Simulation only: takes all of simulated heap `heap` but `leave` bytes, so
+    /// that "heap full" can be reproduced. Returns the bytes taken.
+    #[cfg(feature = "simulate")]
+    pub fn fill_heap(&self, heap: u32, leave: u64) -> Result<u64> {
+        self.inner.allocator.fill_heap(heap, leave)
+    }
+
+    /// Everything alive that is not in use: runs [`Context::release_unused`], then
+    /// reports what is still alive. Empty when every buffer was dropped.
+    pub fn leak_check(&self) -> LeakReport {
+        self.release_unused();
+        self.inner.device.stats.leaks()
+    }
+
+    /// Live and total counts of what the runtime created.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.device.stats
+    }
+
+    /// Turns GPU timestamps around copies on or off (counts are always kept).
+    pub fn set_profiling(&self, on: bool) {
+        self.inner.profile.set_enabled(on);
+    }
+
+    /// Whether GPU timestamps are taken around copies.
+    pub fn profiling(&self) -> bool {
+        self.inner.profile.enabled()
+    }
+
+    /// Copy totals of one path so far.
+    pub fn copy_stats(&self, path: CopyPath) -> CopyStats {
+        self.inner.profile.get(path)
+    }
+
+    /// Every counter by name: copies and bytes per path, and live objects. The
+    /// names are [`COUNTER_NAMES`].
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.stats();
+        let (blocks, block_bytes) = self.inner.allocator.pool_usage();
+        let mut values = Vec::with_capacity(COUNTER_NAMES.len());
+        for p in CopyPath::ALL {
+            let c = self.copy_stats(p);
+            values.extend([c.copies, c.bytes]);
+        }
+        values.extend([
+            s.regions.created(),
+            s.regions.destroyed(),
+            s.regions.live(),
+            s.buffers.live(),
+            s.device_memories.live(),
+            s.device_memory_bytes(),
+            s.mappings.live(),
+            blocks as u64,
+            block_bytes,
+        ]);
+        COUNTER_NAMES.iter().copied().zip(values).collect()
+    }
+
+    /// Validation-layer (and other debug-utils) messages so far, and clears them.
+    pub fn take_validation_messages(&self) -> Vec<String> {
+        self.inner.device.instance.messages(true)
+    }
+
+    /// Validation messages so far, without clearing them.
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.inner.device.instance.messages(false)
+    }
+
+    /// The `ash` device, for callers that make raw Vulkan calls on it (to create a
+    /// `VkBuffer` for [`Context::wrap_vk_buffer`], say).
+    pub fn raw_device(&self) -> &ash::Device {
+        &self.inner.device.raw
+    }
+
+    /// The `ash` instance the device was created from.
+    pub fn raw_instance(&self) -> &ash::Instance {
+        &self.inner.device.instance.raw
+    }
+
+    /// The physical device behind [`Context::raw_device`].
+    pub fn raw_physical_device(&self) -> vk::PhysicalDevice {
+        self.inner.device.physical
+    }
+
+    /// Whether both contexts are the same device connection.
+    pub fn same(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether `device` is this context's device.
+    pub(crate) fn owns(&self, device: &Arc<DeviceShared>) -> bool {
+        Arc::ptr_eq(&self.inner.device, device)
+    }
+}
+
+/// Names of [`Context::counters`], in order: per copy path `copies_<path>` and
+/// `bytes_<path>`, then live objects.
+pub const COUNTER_NAMES: &[&str] = &[
+    "copies_to_device",
+    "bytes_to_device",
+    "copies_to_host",
+    "bytes_to_host",
+    "copies_device_to_device",
+    "bytes_device_to_device",
+    "copies_host_to_host",
+    "bytes_host_to_host",
+    "device_mallocs",
+    "device_frees",
+    "live_regions",
+    "live_buffers",
+    "live_device_memories",
+    "live_device_memory_bytes",
+    "live_mappings",
+    "blocks",
+    "block_bytes",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_names_follow_copy_paths() {
+        for (i, p) in CopyPath::ALL.iter().enumerate() {
+            assert_eq!(COUNTER_NAMES[2 * i], format!("copies_{}", p.name()));
+            assert_eq!(COUNTER_NAMES[2 * i + 1], format!("bytes_{}", p.name()));
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! How to create a [`Context`](crate::Context): in code, or from the
+//! environment (`VKCOPY_*`).
+
+use crate::error::{Error, Result};
+use crate::memory::config::AllocConfig;
+use crate::memory::policy::Policy;
+use crate::vk::adapter::{DeviceSelector, DeviceTypeFilter};
+
+/// How to create a [`Context`](crate::Context). `Default` reads nothing from the
+/// environment; [`ContextOptions::from_env`] does.
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    /// Which physical device to open.
+    pub device: DeviceSelector,
+    /// Enables `VK_LAYER_KHRONOS_validation` with synchronization validation.
+    /// Messages are collected; see [`Context::validation_messages`](crate::Context::validation_messages).
+    pub validation: bool,
+    /// The memory-type selection policy.
+    pub policy: Policy,
+    /// Copy large buffers straight to and from host memory when the device has
+    /// `VK_EXT_external_memory_host` (under the vkcopy policy); else stage.
+    pub import_host: bool,
+    /// Block sizes and pool limits.
+    pub alloc_config: AllocConfig,
+    /// Present this recorded memory table to the allocator instead of the device's.
+    #[cfg(feature = "simulate")]
+    pub simulate_memory: Option<crate::memory::table::MemoryTable>,
+    /// Reintroduces known Halide runtime bugs, so that a suite can prove it catches
+    /// each of them. All off by default.
+    #[cfg(feature = "emulate")]
+    pub emulate: crate::emulate::Emulate,
+}
+
+/// The environment variables [`ContextOptions::from_env`] reads, with what each means.
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    ("VKCOPY_DEVICE", "device index, or a case-insensitive substring of its name"),
+    (
+        "VKCOPY_DEVICE_TYPE",
+        "cpu, integrated-gpu, discrete-gpu, virtual-gpu, other or gpu (any case)",
+    ),
+    ("VKCOPY_VALIDATION", "1: the Khronos validation layer with synchronization validation"),
+    ("VKCOPY_POLICY", "vkcopy (default), halide or halide-legacy"),
+    ("VKCOPY_IMPORT_HOST", "0: always stage, never import host memory"),
+    (
+        "VKCOPY_ALLOC_CONFIG",
+        "pool MiB:min block MiB:max block MiB:max blocks:nearest multiple B (Halide's HL_VK_ALLOC_CONFIG)",
+    ),
+    (
+        "VKCOPY_SIMULATE_MEMORY",
+        "a recorded memory table (YAML) presented instead of the device's (features simulate, yaml)",
+    ),
+    (
+        "VKCOPY_EMULATE",
+        "Halide bugs to bring back, comma-separated (feature emulate)",
+    ),
+];
+
+impl Default for ContextOptions {
+    /// The default device, no validation, the vkcopy policy, host import on,
+    /// default blocks, the device's own memory table, no emulated bugs.
+    fn default() -> Self {
+        ContextOptions {
+            device: DeviceSelector::Default,
+            validation: false,
+            policy: Policy::default(),
+            import_host: true,
+            alloc_config: AllocConfig::default(),
+            #[cfg(feature = "simulate")]
+            simulate_memory: None,
+            #[cfg(feature = "emulate")]
+            emulate: Default::default(),
+        }
+    }
+}
+
+fn flag(name: &'static str, v: String) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "false" | "no" | "off" => Ok(false),
+        "1" | "true" | "yes" | "on" => Ok(true),
+        _ => Err(Error::BadSetting {
+            name,
+            value: v,
+            reason: "expected 1 or 0".into(),
+        }),
+    }
+}
+
+/// The variable's value, unless it is unset or blank.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl ContextOptions {
+    /// The defaults, changed by the variables of [`ENVIRONMENT`] that are set. A
+    /// value that is not understood is an [`Error::BadSetting`] naming the variable.
+    pub fn from_env() -> Result<Self> {
+        let mut options = ContextOptions::default();
+        if let Some(v) = var("VKCOPY_DEVICE") {
+            options.device = match v.trim().parse::<usize>() {
+                Ok(i) => DeviceSelector::Index(i),
+                Err(_) => DeviceSelector::Name(v.trim().to_owned()),
+            };
+        } else if let Some(v) = var("VKCOPY_DEVICE_TYPE") {
+            let t = DeviceTypeFilter::parse(&v).ok_or_else(|| Error::BadSetting {
+                name: "VKCOPY_DEVICE_TYPE",
+                value: v.clone(),
+                reason: "expected cpu, integrated-gpu, discrete-gpu, virtual-gpu, other or gpu"
+                    .into(),
+            })?;
+            options.device = DeviceSelector::Type(t);
+        }
+        if let Ok(v) = std::env::var("VKCOPY_VALIDATION") {
+            options.validation = flag("VKCOPY_VALIDATION", v)?;
+        }
+        if let Ok(v) = std::env::var("VKCOPY_IMPORT_HOST") {
+            options.import_host = v.trim().is_empty() || flag("VKCOPY_IMPORT_HOST", v)?;
+        }
+        if let Some(v) = var("VKCOPY_POLICY") {
+            options.policy = v.trim().parse().map_err(|_| Error::BadSetting {
+                name: "VKCOPY_POLICY",
+                value: v.clone(),
+                reason: "expected vkcopy, halide or halide-legacy".into(),
+            })?;
+        }
+        options.alloc_config = AllocConfig::from_env().map_err(|e| Error::BadSetting {
+            name: "VKCOPY_ALLOC_CONFIG",
+            value: std::env::var("VKCOPY_ALLOC_CONFIG").unwrap_or_default(),
+            reason: e.to_string(),
+        })?;
+        if let Some(v) = var("VKCOPY_SIMULATE_MEMORY") {
+            #[cfg(all(feature = "simulate", feature = "yaml"))]
+            {
+                let path = std::path::Path::new(v.trim());
+                options.simulate_memory =
+                    Some(crate::memory::table::MemoryTable::from_yaml_file(path)?);
+            }
+            #[cfg(not(all(feature = "simulate", feature = "yaml")))]
+            return Err(Error::BadSetting {
+                name: "VKCOPY_SIMULATE_MEMORY",
+                value: v,
+                reason: "this build of vkcopy lacks the features simulate and yaml".into(),
+            });
+        }
+        if let Some(v) = var("VKCOPY_EMULATE") {
+            #[cfg(feature = "emulate")]
+            {
+                options.emulate =
+                    crate::emulate::Emulate::parse(&v).map_err(|reason| Error::BadSetting {
+                        name: "VKCOPY_EMULATE",
+                        value: v.clone(),
+                        reason,
+                    })?;
+            }
+            #[cfg(not(feature = "emulate"))]
+            return Err(Error::BadSetting {
+                name: "VKCOPY_EMULATE",
+                value: v,
+                reason: "this build of vkcopy lacks the feature emulate".into(),
+            });
+        }
+        Ok(options)
+    }
+}

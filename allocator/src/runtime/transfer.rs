@@ -1,0 +1,308 @@
+//! The copy paths between views: host to device and device to host (straight
+//! to imported host memory, or through staging), device to device, host to host
+//! (Halide's `halide_vulkan_copy_to_device` / `copy_to_host` in
+//! `src/runtime/vulkan.cpp`).
+//!
+//! Staging buffers are requested with the policy's roles: `upload` for
+//! host-to-device, `readback` for device-to-host; where they land is what the
+//! readback fix is about. Staging is packed densely in the plan's order, so the
+//! host side and the GPU side of a copy use the same layout.
+
+use ash::vk;
+
+use crate::buffer::{DeviceView, HostView};
+use crate::error::{Error, Result};
+use crate::memory::policy::Role;
+use crate::runtime::context::Context;
+use crate::runtime::plan::CopyPlan;
+use crate::types::{CopyPath, Dim};
+
+/// Copies smaller than this go through staging: importing costs an allocation and
+/// a buffer, which only pays off for larger copies.
+pub(crate) const IMPORT_MIN_BYTES: u64 = 1 << 20;
+
+/// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
+const MAX_REGIONS_PER_CALL: usize = 1 << 16;
+
+/// Records `plan` as buffer-to-buffer copies, offsets added to each side.
+fn record_copy(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    plan: &CopyPlan,
+    src: (vk::Buffer, u64),
+    dst: (vk::Buffer, u64),
+) {
+    let mut regions = Vec::with_capacity(plan.chunks().min(MAX_REGIONS_PER_CALL as u64) as usize);
+    let flush = |regions: &mut Vec<vk::BufferCopy>| {
+        if !regions.is_empty() {
+            // SAFETY: both buffers are alive for the submission; regions lie within
+            // them (the plan was checked against their sizes by the caller).
+            unsafe { device.cmd_copy_buffer(cmd, src.0, dst.0, regions) };
+            regions.clear();
+        }
+    };
+    plan.for_each_chunk(|s, d| {
+        regions.push(vk::BufferCopy {
+            src_offset: src.1 + s,
+            dst_offset: dst.1 + d,
+            size: plan.chunk,
+        });
+        if regions.len() == MAX_REGIONS_PER_CALL {
+            flush(&mut regions);
+        }
+    });
+    flush(&mut regions);
+}
+
+/// Checks that a device copy stays inside its region.
+fn check_region(side: &str, end: u64, size: u64) -> Result<()> {
+    if end > size {
+        return Err(Error::BadDimensions(format!(
+            "{side} of the copy ends at byte {end} of a {size}-byte device region"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that a host copy stays inside the host memory of a view.
+fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
+    if view.offset as u64 + end > len as u64 {
+        return Err(Error::BadDimensions(format!(
+            "{side} of the copy ends at byte {} of {len} bytes of host memory",
+            view.offset as u64 + end
+        )));
+    }
+    Ok(())
+}
+
+impl Context {
+    /// Submits one planned copy; with profiling on, returns its GPU time in ns.
+    fn submit_copy(
+        &self,
+        plan: &CopyPlan,
+        src: (vk::Buffer, u64),
+        dst: (vk::Buffer, u64),
+    ) -> Result<Option<u64>> {
+        let device = self.raw_device();
+        self.submit(|cmd| record_copy(device, cmd, plan, src, dst))
+    }
+
+    /// Submits recorded work; with profiling on, returns its GPU time in ns.
+    fn submit(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<Option<u64>> {
+        let timed = self.inner.profile.enabled();
+        self.inner.submitter.run_timed(timed, record)
+    }
+
+    fn record(&self, d: CopyPath, bytes: u64, start: std::time::Instant, gpu_ns: Option<u64>) {
+        let host_ns = start.elapsed().as_nanos() as u64;
+        self.inner.profile.record(d, bytes, host_ns, gpu_ns);
+    }
+
+    /// An imported buffer over `bytes`, when this context copies straight to host memory.
+    fn import(&self, bytes: &crate::buffer::host::HostBytes, role: Role) -> Option<vk::Buffer> {
+        self.inner.host_import.as_ref()?.buffer(bytes, role)
+    }
+
+    /// Plans a copy; Halide's planning when its bug is emulated.
+    pub(crate) fn plan(&self, src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<CopyPlan> {
+        if self.inner.device.emulate.min_extent_copy() {
+            CopyPlan::halide(src, dst, elem_bytes)
+        } else {
+            CopyPlan::new(src, dst, elem_bytes)
+        }
+    }
+
+    /// How a copy goes through staging: the plan into staging, the plan out of it,
+    /// and the staging size in bytes. Staging is packed densely in the plan's order;
+    /// with Halide's bug emulated it is written in the destination's layout and read
+    /// in the source's.
+    fn staging(&self, plan: &CopyPlan) -> (CopyPlan, CopyPlan, u64) {
+        if self.inner.device.emulate.staging_layout_mismatch() {
+            let size = plan.src_end().max(plan.dst_end());
+            (plan.clone(), plan.clone(), size)
+        } else {
+            (plan.with_dense_dst(), plan.with_dense_src(), plan.bytes())
+        }
+    }
+
+    /// Copies the intersection of a host view and a device view, host to device,
+    /// through an `upload` staging buffer.
+    pub(crate) fn upload(
+        &self,
+        src: (&HostView, &[Dim]),
+        dst: (&DeviceView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let dst_off = dst.0.byte_offset(elem_bytes);
+        check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
+        if plan.bytes() >= IMPORT_MIN_BYTES {
+            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            if let Some(imported) = self.import(&mem, Role::Upload) {
+                let gpu = self.submit_copy(
+                    &plan,
+                    (imported, src.0.offset as u64),
+                    (dst.0.region.vk_buffer(), dst_off),
+                )?;
+                self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
+                return Ok(());
+            }
+        }
+        let (pack, unpack, size) = self.staging(&plan);
+        let staging = self.allocate_region(Role::Upload, size)?;
+        {
+            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            let ptr = staging.host_ptr()?;
+            // SAFETY: `size` bytes are mapped; this staging region was made for this
+            // copy alone, so nothing else touches it.
+            let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
+            pack.copy_host(&mem[src.0.offset..], out);
+        }
+        self.inner.allocator.flush(&staging.alloc, 0, size)?;
+        let gpu = self.submit_copy(
+            &unpack,
+            (staging.alloc.buffer, 0),
+            (dst.0.region.vk_buffer(), dst_off),
+        )?;
+        self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
+        Ok(())
+    }
+
+    /// Copies the intersection of a device view and a host view, device to host,
+    /// through a `readback` staging buffer.
+    pub(crate) fn readback(
+        &self,
+        src: (&DeviceView, &[Dim]),
+        dst: (&HostView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let src_off = src.0.byte_offset(elem_bytes);
+        check_region("source", src_off + plan.src_end(), src.0.region.size())?;
+        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+        if plan.bytes() >= IMPORT_MIN_BYTES {
+            if let Some(imported) = self.import(&mem, Role::Readback) {
+                // The GPU writes the user's memory; the submission ends with a barrier
+                // to HOST_READ and the memory is coherent.
+                let gpu = self.submit_copy(
+                    &plan,
+                    (src.0.region.vk_buffer(), src_off),
+                    (imported, dst.0.offset as u64),
+                )?;
+                self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
+                return Ok(());
+            }
+        }
+        let (pack, unpack, size) = self.staging(&plan);
+        let staging = self.allocate_region(Role::Readback, size)?;
+        let gpu = self.submit_copy(
+            &pack,
+            (src.0.region.vk_buffer(), src_off),
+            (staging.alloc.buffer, 0),
+        )?;
+        self.inner.allocator.invalidate(&staging.alloc, 0, size)?;
+        // The fence was waited for and the submission ends with a barrier to HOST_READ.
+        let ptr = staging.host_ptr()?;
+        // SAFETY: `size` bytes are mapped; the GPU is done with them and nothing
+        // else uses this staging region.
+        let staged = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
+        unpack.copy_host(staged, &mut mem[dst.0.offset..]);
+        self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
+        Ok(())
+    }
+
+    /// Copies the intersection of two device views on the device. Copies within one
+    /// region go through a temporary buffer: `vkCmdCopyBuffer` regions of one buffer
+    /// must not overlap (VUID-vkCmdCopyBuffer-pRegions-00117).
+    pub(crate) fn device_to_device(
+        &self,
+        src: (&DeviceView, &[Dim]),
+        dst: (&DeviceView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let src_off = src.0.byte_offset(elem_bytes);
+        let dst_off = dst.0.byte_offset(elem_bytes);
+        check_region("source", src_off + plan.src_end(), src.0.region.size())?;
+        check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
+        let (sb, db) = (src.0.region.vk_buffer(), dst.0.region.vk_buffer());
+        if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
+            let gpu = self.submit_copy(&plan, (sb, src_off), (db, dst_off))?;
+            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            return Ok(());
+        }
+        let temp = self.allocate_region(Role::Device, plan.bytes())?;
+        let tb = temp.alloc.buffer;
+        let device = self.raw_device();
+        let gpu = self.submit(|cmd| {
+            record_copy(device, cmd, &plan.with_dense_dst(), (sb, src_off), (tb, 0));
+            let barrier = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+            // SAFETY: the command buffer is recording; a transfer-to-transfer barrier.
+            unsafe {
+                device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &barrier,
+                    &[],
+                    &[],
+                );
+            }
+            record_copy(device, cmd, &plan.with_dense_src(), (tb, 0), (db, dst_off));
+        })?;
+        self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+        Ok(())
+    }
+
+    /// Copies the intersection of two host views; views of one host memory are
+    /// copied through a temporary, so overlapping boxes behave as `memmove`.
+    pub(crate) fn host_to_host(
+        &self,
+        src: (&HostView, &[Dim]),
+        dst: (&HostView, &[Dim]),
+        elem_bytes: usize,
+    ) -> Result<()> {
+        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        if plan.chunks() == 0 {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
+            let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+            let mut temp = vec![0u8; plan.bytes() as usize];
+            plan.with_dense_dst()
+                .copy_host(&mem[src.0.offset..], &mut temp);
+            plan.with_dense_src()
+                .copy_host(&temp, &mut mem[dst.0.offset..]);
+            self.record(CopyPath::HostToHost, plan.bytes(), start, None);
+            return Ok(());
+        }
+        let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+        let mut d = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        check_host("source", src.0, s.len(), plan.src_end())?;
+        check_host("destination", dst.0, d.len(), plan.dst_end())?;
+        plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
+        self.record(CopyPath::HostToHost, plan.bytes(), start, None);
+        Ok(())
+    }
+}

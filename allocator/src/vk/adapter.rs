@@ -1,0 +1,343 @@
+//! Physical devices: which one to open, what it offers (limits, optional
+//! features and extensions), and its memory table.
+
+use ash::vk;
+
+use crate::error::{Error, Result, VkContext};
+use crate::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
+use crate::vk::instance::{c_name, version_string, Instance};
+
+/// Which device types a [`DeviceSelector::Type`] accepts: the meanings of Halide's
+/// `HL_VK_DEVICE_TYPE`. Unlike Halide (which matches with `strstr`, so
+/// "discrete-gpu" also matches integrated GPUs), each value matches exactly its
+/// type; `gpu` matches integrated or discrete GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceTypeFilter {
+    /// Exactly this type.
+    Is(DeviceType),
+    /// An integrated or discrete GPU.
+    Gpu,
+}
+
+impl DeviceTypeFilter {
+    /// Parses a [`DeviceType`] name (`cpu`, `integrated-gpu`, `discrete-gpu`,
+    /// `virtual-gpu`, `other`, any case) or `gpu`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        if s == "gpu" {
+            return Some(Self::Gpu);
+        }
+        s.parse().ok().map(Self::Is)
+    }
+
+    /// Whether a device of type `t` passes.
+    pub fn matches(self, t: DeviceType) -> bool {
+        match self {
+            Self::Is(want) => t == want,
+            Self::Gpu => matches!(t, DeviceType::IntegratedGpu | DeviceType::DiscreteGpu),
+        }
+    }
+}
+
+/// Which physical device to open.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The first discrete GPU, then integrated GPU, then any device.
+    #[default]
+    Default,
+    /// An index into `vkEnumeratePhysicalDevices`.
+    Index(usize),
+    /// A case-insensitive substring of the device name.
+    Name(String),
+    /// The first device of this type.
+    Type(DeviceTypeFilter),
+}
+
+/// What was found about the chosen device.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// `deviceName`.
+    pub name: String,
+    /// `deviceType`.
+    pub device_type: DeviceType,
+    /// `vendorID`.
+    pub vendor_id: u32,
+    /// `deviceID`.
+    pub device_id: u32,
+    /// `VkPhysicalDeviceProperties::apiVersion`, as "major.minor.patch".
+    pub api_version: String,
+    /// `driverVersion`, as the driver encodes it.
+    pub driver_version: u32,
+    /// The driver name and info of `VkPhysicalDeviceDriverProperties` ("llvmpipe", "NVIDIA" ...).
+    pub driver: String,
+    /// `minStorageBufferOffsetAlignment`.
+    pub min_storage_buffer_offset_alignment: u64,
+    /// `nonCoherentAtomSize`.
+    pub non_coherent_atom_size: u64,
+    /// `maxMemoryAllocationSize`.
+    pub max_memory_allocation_size: u64,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f32,
+    /// The queue family copies and kernels are submitted to.
+    pub queue_family: u32,
+    /// `maxStorageBufferRange`: the most bytes one storage-buffer binding may cover.
+    pub max_storage_buffer_range: u32,
+    /// `maxComputeWorkGroupCount`.
+    pub max_compute_work_group_count: [u32; 3],
+    /// `maxPerStageDescriptorStorageBuffers`.
+    pub max_per_stage_descriptor_storage_buffers: u32,
+    /// Optional features and extensions that were enabled because the device has
+    /// them, by their Vulkan names: `shaderInt64`, `shaderFloat64`,
+    /// `VK_EXT_external_memory_host`, `VK_EXT_memory_budget`.
+    pub features: Vec<&'static str>,
+}
+
+impl DeviceInfo {
+    /// Whether an optional feature or extension was enabled.
+    pub fn has(&self, feature: &str) -> bool {
+        self.features.contains(&feature)
+    }
+}
+
+/// A physical device as listed by [`list_devices`].
+#[derive(Clone, Debug)]
+pub struct DeviceSummary {
+    /// Index in `vkEnumeratePhysicalDevices`.
+    pub index: usize,
+    /// `deviceName`.
+    pub name: String,
+    /// `deviceType`.
+    pub device_type: DeviceType,
+    /// Its memory table.
+    pub memory: MemoryTable,
+}
+
+/// The chosen physical device and what to enable on it.
+pub(crate) struct Adapter {
+    pub(crate) physical: vk::PhysicalDevice,
+    pub(crate) info: DeviceInfo,
+    pub(crate) memory: MemoryTable,
+    /// Features to enable at device creation.
+    pub(crate) enabled: vk::PhysicalDeviceFeatures,
+    /// `minImportedHostPointerAlignment`, when host import is enabled.
+    pub(crate) import_alignment: Option<u64>,
+    pub(crate) memory_budget: bool,
+    /// Whether the queue family has timestamps.
+    pub(crate) timestamps: bool,
+}
+
+impl Adapter {
+    /// Picks the device `selector` names and reads what it offers; host import is
+    /// enabled when `import_host` and the device has the extension.
+    pub(crate) fn select(
+        instance: &Instance,
+        selector: &DeviceSelector,
+        import_host: bool,
+    ) -> Result<Self> {
+        let raw = &instance.raw;
+        // SAFETY: the instance is alive.
+        let devices =
+            unsafe { raw.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
+        if devices.is_empty() {
+            return Err(Error::NoDevice);
+        }
+        let physical = devices[pick(raw, &devices, selector)?];
+        // SAFETY: `physical` was enumerated from this instance.
+        let props = unsafe { raw.get_physical_device_properties(physical) };
+        // SAFETY: as above.
+        let families = unsafe { raw.get_physical_device_queue_family_properties(physical) };
+        let queue_family = families
+            .iter()
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .ok_or_else(|| Error::NoMatchingDevice {
+                wanted: "a queue family with compute and transfer".into(),
+                available: c_name(&props.device_name),
+            })? as u32;
+
+        let mut driver_props = vk::PhysicalDeviceDriverProperties::default();
+        let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut driver_props)
+            .push_next(&mut maint3);
+        // SAFETY: Vulkan 1.1 core query with a valid pNext chain.
+        unsafe { raw.get_physical_device_properties2(physical, &mut props2) };
+        let driver = format!(
+            "{} {}",
+            c_name(&driver_props.driver_name),
+            c_name(&driver_props.driver_info)
+        )
+        .trim()
+        .to_owned();
+
+        // Optional features the compute kernels use, enabled when present.
+        // SAFETY: `physical` was enumerated from this instance.
+        let supported = unsafe { raw.get_physical_device_features(physical) };
+        let mut features = Vec::new();
+        let mut enabled = vk::PhysicalDeviceFeatures::default();
+        if supported.shader_int64 == vk::TRUE {
+            enabled.shader_int64 = vk::TRUE;
+            features.push("shaderInt64");
+        }
+        if supported.shader_float64 == vk::TRUE {
+            enabled.shader_float64 = vk::TRUE;
+            features.push("shaderFloat64");
+        }
+        // SAFETY: `physical` was enumerated from this instance.
+        let device_exts = unsafe { raw.enumerate_device_extension_properties(physical) }
+            .vk("vkEnumerateDeviceExtensionProperties")?;
+        let has_ext = |name: &std::ffi::CStr| {
+            device_exts
+                .iter()
+                .any(|e| c_name(&e.extension_name).as_bytes() == name.to_bytes())
+        };
+        let mut import_alignment = None;
+        if import_host && has_ext(ash::ext::external_memory_host::NAME) {
+            let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+            let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host_props);
+            // SAFETY: the extension is supported; valid pNext chain.
+            unsafe { raw.get_physical_device_properties2(physical, &mut props2) };
+            let a = host_props.min_imported_host_pointer_alignment;
+            // Host memory is page-aligned; larger alignments are not worth importing for.
+            if a > 0 && a <= 65536 {
+                import_alignment = Some(a);
+                features.push("VK_EXT_external_memory_host");
+            }
+        }
+        // New blocks stay within the heap budget the driver reports.
+        let memory_budget = has_ext(ash::ext::memory_budget::NAME);
+        if memory_budget {
+            features.push("VK_EXT_memory_budget");
+        }
+        let info = DeviceInfo {
+            name: c_name(&props.device_name),
+            device_type: props.device_type.into(),
+            vendor_id: props.vendor_id,
+            device_id: props.device_id,
+            api_version: version_string(props.api_version),
+            driver_version: props.driver_version,
+            driver,
+            min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
+            non_coherent_atom_size: props.limits.non_coherent_atom_size,
+            max_memory_allocation_size: maint3.max_memory_allocation_size,
+            timestamp_period: props.limits.timestamp_period,
+            queue_family,
+            max_storage_buffer_range: props.limits.max_storage_buffer_range,
+            max_compute_work_group_count: props.limits.max_compute_work_group_count,
+            max_per_stage_descriptor_storage_buffers: props
+                .limits
+                .max_per_stage_descriptor_storage_buffers,
+            features,
+        };
+        Ok(Adapter {
+            physical,
+            memory: memory_table(raw, physical, &props),
+            info,
+            enabled,
+            import_alignment,
+            memory_budget,
+            timestamps: families[queue_family as usize].timestamp_valid_bits > 0,
+        })
+    }
+}
+
+/// Every physical device with its memory table.
+pub(crate) fn list_devices() -> Result<Vec<DeviceSummary>> {
+    let instance = Instance::new(false)?;
+    let raw = &instance.raw;
+    // SAFETY: the instance is alive.
+    let devices = unsafe { raw.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
+    Ok(devices
+        .iter()
+        .enumerate()
+        .map(|(index, &d)| {
+            // SAFETY: `d` was enumerated from this instance.
+            let props = unsafe { raw.get_physical_device_properties(d) };
+            DeviceSummary {
+                index,
+                name: c_name(&props.device_name),
+                device_type: props.device_type.into(),
+                memory: memory_table(raw, d, &props),
+            }
+        })
+        .collect())
+}
+
+/// The memory table of a live device, in the recorded-table form.
+fn memory_table(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    props: &vk::PhysicalDeviceProperties,
+) -> MemoryTable {
+    // SAFETY: `physical` was enumerated from this instance.
+    let mem = unsafe { instance.get_physical_device_memory_properties(physical) };
+    let heaps = mem.memory_heaps[..mem.memory_heap_count as usize]
+        .iter()
+        .map(|h| MemoryHeap {
+            size: h.size,
+            flags: h.flags,
+        })
+        .collect();
+    let types: Vec<MemoryType> = mem.memory_types[..mem.memory_type_count as usize]
+        .iter()
+        .map(|t| MemoryType {
+            heap: t.heap_index,
+            flags: t.property_flags,
+        })
+        .collect();
+    let all_types = if types.len() >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << types.len()) - 1
+    };
+    MemoryTable {
+        name: c_name(&props.device_name),
+        device_type: props.device_type.into(),
+        non_coherent_atom_size: props.limits.non_coherent_atom_size,
+        heaps,
+        types,
+        buffer_memory_type_bits: all_types,
+    }
+}
+
+fn pick(
+    instance: &ash::Instance,
+    devices: &[vk::PhysicalDevice],
+    selector: &DeviceSelector,
+) -> Result<usize> {
+    let props: Vec<vk::PhysicalDeviceProperties> = devices
+        .iter()
+        // SAFETY: each handle was just enumerated from this instance.
+        .map(|&d| unsafe { instance.get_physical_device_properties(d) })
+        .collect();
+    let type_of = |p: &vk::PhysicalDeviceProperties| DeviceType::from(p.device_type);
+    let found = match selector {
+        DeviceSelector::Default => {
+            let first_of = |t| props.iter().position(|p| type_of(p) == t);
+            first_of(DeviceType::DiscreteGpu)
+                .or_else(|| first_of(DeviceType::IntegratedGpu))
+                .or(Some(0))
+        }
+        DeviceSelector::Index(i) => (*i < props.len()).then_some(*i),
+        DeviceSelector::Name(n) => {
+            let n = n.to_lowercase();
+            props
+                .iter()
+                .position(|p| c_name(&p.device_name).to_lowercase().contains(&n))
+        }
+        DeviceSelector::Type(t) => props.iter().position(|p| t.matches(type_of(p))),
+    };
+    found.ok_or_else(|| Error::NoMatchingDevice {
+        wanted: match selector {
+            DeviceSelector::Default => "any device".to_owned(),
+            DeviceSelector::Index(i) => format!("index {i}"),
+            DeviceSelector::Name(n) => format!("a name containing '{n}'"),
+            DeviceSelector::Type(t) => format!("type {t:?}"),
+        },
+        available: props
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{i}: {} ({})", c_name(&p.device_name), type_of(p)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}

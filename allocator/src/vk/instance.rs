@@ -1,0 +1,207 @@
+//! The Vulkan loader and instance: the loader is loaded once per process, the
+//! validation layer is enabled on request, and debug-utils messages are
+//! collected so that a test can fail on them.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Mutex;
+
+use ash::vk;
+
+use crate::error::{Error, Result, VkContext};
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// Messages of the validation layer (and other debug-utils messages).
+type Messages = Mutex<Vec<String>>;
+
+/// The loader, loaded once per process and never unloaded, with one instance kept
+/// open for the process. The loader unloads the drivers when its last instance is
+/// destroyed and loads them again with the next; some drivers stop loading after a
+/// few dozen such cycles, and a suite makes one context per case.
+pub(crate) fn load_entry() -> Result<&'static ash::Entry> {
+    struct Loader {
+        entry: ash::Entry,
+        _keep_drivers_loaded: Option<ash::Instance>,
+    }
+    static LOADER: std::sync::OnceLock<std::result::Result<Loader, String>> =
+        std::sync::OnceLock::new();
+    LOADER
+        .get_or_init(|| {
+            // SAFETY: loading the system Vulkan loader runs its initialisers; the
+            // Entry lives in a static, so the library stays loaded for the process.
+            let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+            let info = vk::InstanceCreateInfo::default().application_info(&app);
+            // SAFETY: plain instance creation; kept for the process on purpose.
+            let keep = unsafe { entry.create_instance(&info, None) }.ok();
+            Ok(Loader {
+                entry,
+                _keep_drivers_loaded: keep,
+            })
+        })
+        .as_ref()
+        .map(|l| &l.entry)
+        .map_err(|e| Error::LoaderMissing(e.clone()))
+}
+
+/// A fixed-size, NUL-terminated name array of a Vulkan struct, as a string.
+pub(crate) fn c_name(raw: &[std::ffi::c_char]) -> String {
+    // SAFETY: Vulkan fills fixed-size name arrays with NUL-terminated UTF-8 strings.
+    unsafe { CStr::from_ptr(raw.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `major.minor.patch` of a Vulkan version number.
+pub(crate) fn version_string(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v)
+    )
+}
+
+unsafe extern "system" fn debug_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    kind: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    if data.is_null() || user.is_null() {
+        return vk::FALSE;
+    }
+    // SAFETY: the loader passes a valid callback-data struct for the duration of the
+    // call; `user` is the boxed Messages owned by the Instance, which outlives the
+    // messenger.
+    let (data, sink) = unsafe { (&*data, &*(user as *const Messages)) };
+    let message = if data.p_message.is_null() {
+        String::from("(no message)")
+    } else {
+        // SAFETY: p_message is a NUL-terminated string valid during the call.
+        unsafe { CStr::from_ptr(data.p_message) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    if let Ok(mut v) = sink.lock() {
+        v.push(format!("[{severity:?} {kind:?}] {message}"));
+    }
+    vk::FALSE
+}
+
+/// A Vulkan instance with its debug messenger; both destroyed on drop.
+pub(crate) struct Instance {
+    pub(crate) raw: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    /// Handed to the messenger as its user data; outlives it.
+    messages: Box<Messages>,
+}
+
+impl Instance {
+    /// Creates an instance (Vulkan 1.1); with `validation`, the Khronos layer with
+    /// synchronization validation.
+    pub(crate) fn new(validation: bool) -> Result<Self> {
+        let entry = load_entry()?;
+        // SAFETY: enumeration calls with no preconditions.
+        let layers = unsafe { entry.enumerate_instance_layer_properties() }
+            .vk("vkEnumerateInstanceLayerProperties")?;
+        let has_validation = layers
+            .iter()
+            .any(|l| c_name(&l.layer_name).as_bytes() == VALIDATION_LAYER.to_bytes());
+        if validation && !has_validation {
+            return Err(Error::ValidationLayerMissing);
+        }
+        // SAFETY: as above.
+        let extensions = unsafe { entry.enumerate_instance_extension_properties(None) }
+            .vk("vkEnumerateInstanceExtensionProperties")?;
+        let debug_utils = validation
+            || extensions.iter().any(|e| {
+                c_name(&e.extension_name).as_bytes() == ash::ext::debug_utils::NAME.to_bytes()
+            });
+
+        let messages: Box<Messages> = Box::default();
+        let mut layer_names = Vec::new();
+        let mut ext_names = Vec::new();
+        if validation {
+            layer_names.push(VALIDATION_LAYER.as_ptr());
+            ext_names.push(ash::ext::validation_features::NAME.as_ptr());
+        }
+        if debug_utils {
+            ext_names.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        let enabled_features = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut validation_features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled_features);
+        let user_data = &*messages as *const Messages as *mut c_void;
+        let messenger_info = || {
+            vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE
+                        | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
+                )
+                .pfn_user_callback(Some(debug_callback))
+                .user_data(user_data)
+        };
+        let mut instance_messenger = messenger_info();
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkcopy")
+            .api_version(vk::API_VERSION_1_1);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layer_names)
+            .enabled_extension_names(&ext_names);
+        if validation {
+            info = info.push_next(&mut validation_features);
+        }
+        if debug_utils {
+            // Catches messages from instance creation and destruction too.
+            info = info.push_next(&mut instance_messenger);
+        }
+        // SAFETY: every pointer in `info` refers to locals alive across the call.
+        let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
+        let mut instance = Instance {
+            raw,
+            debug: None,
+            messages,
+        };
+        if debug_utils {
+            let du = ash::ext::debug_utils::Instance::new(entry, &instance.raw);
+            // SAFETY: the user data (the boxed messages) outlives the messenger: both
+            // belong to `instance`, whose drop destroys the messenger first. On error
+            // `instance` is dropped, which destroys the instance.
+            let m = unsafe { du.create_debug_utils_messenger(&messenger_info(), None) }
+                .vk("vkCreateDebugUtilsMessengerEXT")?;
+            instance.debug = Some((du, m));
+        }
+        Ok(instance)
+    }
+
+    /// Messages so far; with `clear`, also forgets them.
+    pub(crate) fn messages(&self, clear: bool) -> Vec<String> {
+        self.messages
+            .lock()
+            .map(|mut v| match clear {
+                true => std::mem::take(&mut *v),
+                false => v.clone(),
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: every object created from the instance is gone (the device holds
+        // the instance and is destroyed first); the messenger goes before it.
+        unsafe {
+            if let Some((du, m)) = self.debug.take() {
+                du.destroy_debug_utils_messenger(m, None);
+            }
+            self.raw.destroy_instance(None);
+        }
+    }
+}

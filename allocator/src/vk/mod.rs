@@ -1,0 +1,14 @@
+//! Every Vulkan call of the runtime: loader and instance, device selection, the
+//! shared device object, submission, the device allocator and its mappings,
+//! regions, host import, the pipeline cache, and simulation of recorded tables.
+
+pub(crate) mod adapter;
+pub(crate) mod allocator;
+pub(crate) mod device;
+pub(crate) mod import;
+pub(crate) mod instance;
+mod mapping;
+pub(crate) mod pipelines;
+pub(crate) mod region;
+pub(crate) mod simulate;
+pub(crate) mod submit;

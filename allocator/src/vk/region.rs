@@ -1,0 +1,101 @@
+//! A region: device memory holding one buffer's data, shared through an `Arc`
+//! by the buffer and its crops and slices. Its use count starts at one (the fix
+//! of Halide #9237); the memory goes back to the allocator when the last user
+//! drops it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::error::{Error, Result};
+use crate::memory::policy::Role;
+use crate::vk::allocator::{Allocation, Allocator};
+use crate::vk::device::DeviceShared;
+
+/// Device memory holding one buffer's data.
+#[derive(Debug)]
+pub struct Region {
+    allocator: Arc<Allocator>,
+    pub(crate) alloc: Allocation,
+    /// Set once the memory went back to the allocator: on drop, or early when
+    /// Halide's use-count bug is emulated.
+    released: AtomicBool,
+}
+
+impl Region {
+    /// A region of `size` bytes placed for `role`.
+    pub(crate) fn allocate(allocator: &Arc<Allocator>, role: Role, size: u64) -> Result<Self> {
+        let alloc = allocator.allocate(role, size)?;
+        allocator.device().stats.region_created();
+        Ok(Region {
+            allocator: allocator.clone(),
+            alloc,
+            released: AtomicBool::new(false),
+        })
+    }
+
+    /// A region over a `VkBuffer` the caller made and keeps owning.
+    pub(crate) fn wrapped(allocator: &Arc<Allocator>, buffer: vk::Buffer, size: u64) -> Self {
+        allocator.device().stats.region_created();
+        Region {
+            allocator: allocator.clone(),
+            alloc: Allocation::wrapped(buffer, size, 0, vk::MemoryPropertyFlags::DEVICE_LOCAL),
+            released: AtomicBool::new(false),
+        }
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.alloc.size
+    }
+
+    /// Memory type index in the allocator's table.
+    pub fn memory_type(&self) -> u32 {
+        self.alloc.memory_type
+    }
+
+    /// What the region was allocated for.
+    pub fn role(&self) -> Role {
+        self.alloc.role
+    }
+
+    /// The `VkBuffer` bound to this region.
+    pub fn vk_buffer(&self) -> vk::Buffer {
+        self.alloc.buffer
+    }
+
+    /// Whether this is a caller's `VkBuffer` (`wrap_vk_buffer`).
+    pub(crate) fn is_wrapped(&self) -> bool {
+        self.alloc.is_wrapped()
+    }
+
+    /// The device the memory belongs to.
+    pub(crate) fn device(&self) -> &Arc<DeviceShared> {
+        self.allocator.device()
+    }
+
+    /// The host address of the region's first byte; `size()` bytes are mapped.
+    pub(crate) fn host_ptr(&self) -> Result<std::ptr::NonNull<u8>> {
+        self.alloc.mapped.ok_or_else(|| {
+            Error::DeviceMallocFailed(format!(
+                "{} memory (type {}) is not host-visible",
+                self.alloc.role, self.alloc.memory_type
+            ))
+        })
+    }
+
+    /// Gives the memory back to the allocator, once.
+    pub(crate) fn give_back(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.allocator.free(&self.alloc);
+            self.allocator.device().stats.region_destroyed();
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}

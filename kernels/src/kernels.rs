@@ -1,0 +1,344 @@
+//! Compute kernels written in WGSL, compiled by naga, run on the device.
+//!
+//! Three kernels, with Halide's pipeline semantics around them (inputs that are
+//! host-dirty are uploaded first, the output gets device memory when it has
+//! none, and ends device-dirty):
+//!
+//! - [`Kernels::kernel_fill`]: `out(c) = value(c)` for an [`Expr`] of the coordinates;
+//! - [`Kernels::kernel_add`]: `out = sum(inputs) + constant`, or `out += constant`;
+//! - [`Kernels::kernel_sum`]: `out = input` summed over one dimension.
+//!
+//! Each call generates WGSL with the shape baked in (module `wgsl`), compiles it with
+//! naga to SPIR-V 1.3 on first use and runs it through the runtime's
+//! [`Context::dispatch`], whose pipeline cache is keyed by the source text. Views
+//! are bound as [`Context::bind`] says; the shader adds the view's element offset.
+//!
+//! Element types: i32, u32, f32, and the 8/16-bit types everywhere (no device
+//! feature needed); i64/u64 need `shaderInt64`, f64 needs `shaderFloat64`, else
+//! [`Error::UnsupportedType`] names the missing feature. Values of a fill are
+//! computed in `i32` and converted as a C cast does; an add or sum computes in the
+//! element type (integers wrap, floats round).
+//!
+//! Inputs that overlap the output in memory at other coordinates give undefined
+//! results, as in Halide. An output with a zero stride (several coordinates at
+//! one element) ends with one of the values of a fill or sum; an in-place add
+//! to it is undefined.
+//!
+//! Kernel calls are synchronous, as dispatches are; pipelines live in the
+//! context's cache until [`Context::release_pipelines`] or the context goes.
+
+use vkcopy::{Binding, Buffer, Context, Dim, Dispatch, ElemType, Error, Result, Shader};
+
+use crate::compile::{capabilities, compile};
+use crate::expr::Expr;
+use crate::wgsl::{Body, Kernel, Operand, WORKGROUP_SIZE};
+
+/// Most storage buffers one dispatch binds (output included). An add of more
+/// inputs runs as several dispatches in one submission.
+const MAX_BINDINGS: u32 = 8;
+
+/// One dispatch of generated WGSL: bindings (output first) and element count.
+struct Job {
+    source: String,
+    bindings: Vec<Binding>,
+    elements: u64,
+}
+
+/// Runs `jobs` in order in one submission; each source is compiled on first use.
+fn run(ctx: &Context, jobs: &[Job]) -> Result<()> {
+    let caps = capabilities(ctx);
+    let compilers: Vec<_> = jobs
+        .iter()
+        .map(|j| move || compile(&j.source, caps))
+        .collect();
+    let dispatches: Vec<Dispatch> = jobs
+        .iter()
+        .zip(&compilers)
+        .map(|(j, c)| Dispatch {
+            shader: Shader {
+                key: &j.source,
+                spirv: c,
+            },
+            bindings: j.bindings.clone(),
+            groups: j.elements.div_ceil(u64::from(WORKGROUP_SIZE)),
+        })
+        .collect();
+    ctx.dispatch(&dispatches)
+}
+
+/// The built-in kernels, on a [`Context`].
+pub trait Kernels {
+    /// Errors when the device cannot run kernels on `elem`.
+    fn kernel_supports(&self, elem: ElemType) -> Result<()>;
+    /// `out(c) = value(c)` for every element `c` of `out`'s box, written through its
+    /// strides and view offset. Allocates device memory when `out` has none; `out`
+    /// ends device-dirty and not host-dirty.
+    fn kernel_fill(&self, out: &mut Buffer, value: &Expr) -> Result<()>;
+    /// `out = sum(inputs) + constant`, element-wise over `out`'s box; each input is
+    /// read at the same coordinates and must contain `out`'s box and have its
+    /// element type. With no inputs, `out = out + constant` in place (uploading
+    /// `out` first when it is host-dirty). The arithmetic is the element type's.
+    fn kernel_add(&self, out: &mut Buffer, inputs: &mut [&mut Buffer], constant: i64)
+        -> Result<()>;
+    /// `out(c without dim) = sum over k of input(c with dim = k)`, k over the whole
+    /// extent of `input`'s dimension `dim`. `out` has `input`'s dimensions without
+    /// `dim`, its element type, and a box inside `input`'s in those dimensions.
+    fn kernel_sum(&self, out: &mut Buffer, input: &mut Buffer, dim: usize) -> Result<()>;
+}
+
+/// Whether `outer`'s box contains `inner`'s, dimension by dimension.
+fn contains(outer: &[Dim], inner: &[Dim]) -> bool {
+    outer
+        .iter()
+        .zip(inner)
+        .all(|(o, i)| o.min <= i.min && i.min + i.extent <= o.min + o.extent)
+}
+
+fn elements(buf: &Buffer) -> Result<u64> {
+    let n = buf.len();
+    if n > u64::from(u32::MAX) {
+        return Err(Error::BadDimensions(format!(
+            "{}: {n} elements; kernels run over at most 2^32 - 1",
+            buf.name()
+        )));
+    }
+    Ok(n)
+}
+
+impl Kernels for Context {
+    fn kernel_supports(&self, elem: ElemType) -> Result<()> {
+        let needed = match elem {
+            ElemType::I64 | ElemType::U64 => "shaderInt64",
+            ElemType::F64 => "shaderFloat64",
+            _ => return Ok(()),
+        };
+        if self.info().has(needed) {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedType {
+                elem,
+                missing_feature: needed,
+            })
+        }
+    }
+
+    fn kernel_fill(&self, out: &mut Buffer, value: &Expr) -> Result<()> {
+        self.kernel_supports(out.elem())?;
+        let n = elements(out)?;
+        self.device_malloc(out)?;
+        if n > 0 {
+            let bound = self.bind(out)?;
+            let kernel = Kernel {
+                elem: out.elem(),
+                extents: out.dims().iter().map(|d| d.extent as u64).collect(),
+                out: Operand {
+                    base: bound.base,
+                    strides: out.dims().iter().map(|d| d.stride as u64).collect(),
+                },
+                body: Body::Fill {
+                    value,
+                    mins: out.dims().iter().map(|d| d.min).collect(),
+                },
+            };
+            run(
+                self,
+                &[Job {
+                    source: kernel.source(),
+                    bindings: vec![bound],
+                    elements: n,
+                }],
+            )?;
+        }
+        out.device_dirty = true;
+        out.host_dirty = false;
+        Ok(())
+    }
+
+    fn kernel_add(
+        &self,
+        out: &mut Buffer,
+        inputs: &mut [&mut Buffer],
+        constant: i64,
+    ) -> Result<()> {
+        self.kernel_supports(out.elem())?;
+        let n = elements(out)?;
+        for input in inputs.iter() {
+            if input.elem() != out.elem() {
+                return Err(Error::IncompatibleBuffers(format!(
+                    "kernel_add: input {} is {}, output {} is {}",
+                    input.name(),
+                    input.elem(),
+                    out.name(),
+                    out.elem()
+                )));
+            }
+            if input.dimensions() != out.dimensions() {
+                return Err(Error::IncompatibleBuffers(format!(
+                    "kernel_add: input {} has {} dimensions, output {} has {}",
+                    input.name(),
+                    input.dimensions(),
+                    out.name(),
+                    out.dimensions()
+                )));
+            }
+            if n > 0 && !contains(input.dims(), out.dims()) {
+                return Err(Error::IncompatibleBuffers(format!(
+                    "kernel_add: input {} ({:?}) does not contain the box of output {} ({:?})",
+                    input.name(),
+                    input.dims(),
+                    out.name(),
+                    out.dims()
+                )));
+            }
+        }
+        for input in inputs.iter_mut() {
+            self.copy_to_device(input)?;
+        }
+        let in_place = inputs.is_empty();
+        if in_place {
+            self.copy_to_device(out)?;
+        } else {
+            self.device_malloc(out)?;
+        }
+        if n > 0 {
+            let out_bound = self.bind(out)?;
+            let extents: Vec<u64> = out.dims().iter().map(|d| d.extent as u64).collect();
+            let out_op = Operand {
+                base: out_bound.base,
+                strides: out.dims().iter().map(|d| d.stride as u64).collect(),
+            };
+            let mut operands = Vec::with_capacity(inputs.len());
+            for input in inputs.iter() {
+                let b = self.bind(input)?;
+                let delta: u64 = input
+                    .dims()
+                    .iter()
+                    .zip(out.dims())
+                    .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
+                    .sum();
+                operands.push((
+                    b,
+                    Operand {
+                        base: b.base + delta,
+                        strides: input.dims().iter().map(|d| d.stride as u64).collect(),
+                    },
+                ));
+            }
+            let per_dispatch = (self.max_bindings().min(MAX_BINDINGS) - 1) as usize;
+            let mut dispatches = Vec::new();
+            let mut chunks: Vec<&[(Binding, Operand)]> = operands.chunks(per_dispatch).collect();
+            if chunks.is_empty() {
+                chunks.push(&[]);
+            }
+            for (i, chunk) in chunks.iter().enumerate() {
+                let kernel = Kernel {
+                    elem: out.elem(),
+                    extents: extents.clone(),
+                    out: out_op.clone(),
+                    body: Body::Add {
+                        inputs: chunk.iter().map(|(_, op)| op.clone()).collect(),
+                        read_out: in_place || i > 0,
+                        constant: if i == 0 { constant } else { 0 },
+                    },
+                };
+                let mut bindings = vec![out_bound];
+                bindings.extend(chunk.iter().map(|(b, _)| *b));
+                dispatches.push(Job {
+                    source: kernel.source(),
+                    bindings,
+                    elements: n,
+                });
+            }
+            run(self, &dispatches)?;
+        }
+        out.device_dirty = true;
+        out.host_dirty = false;
+        Ok(())
+    }
+
+    fn kernel_sum(&self, out: &mut Buffer, input: &mut Buffer, dim: usize) -> Result<()> {
+        self.kernel_supports(out.elem())?;
+        if dim >= input.dimensions() {
+            return Err(Error::BadDimensions(format!(
+                "kernel_sum: dimension {dim} of {}, which has {}",
+                input.name(),
+                input.dimensions()
+            )));
+        }
+        if input.elem() != out.elem() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "kernel_sum: input {} is {}, output {} is {}",
+                input.name(),
+                input.elem(),
+                out.name(),
+                out.elem()
+            )));
+        }
+        let mut rest: Vec<Dim> = input.dims().to_vec();
+        let reduced = rest.remove(dim);
+        if out.dimensions() != rest.len() {
+            return Err(Error::IncompatibleBuffers(format!(
+                "kernel_sum: output {} has {} dimensions; the sum of {} over dimension {dim} has {}",
+                out.name(),
+                out.dimensions(),
+                input.name(),
+                rest.len()
+            )));
+        }
+        let n = elements(out)?;
+        if n > 0 && !contains(&rest, out.dims()) {
+            return Err(Error::IncompatibleBuffers(format!(
+                "kernel_sum: output {} ({:?}) is not inside {} without dimension {dim} ({:?})",
+                out.name(),
+                out.dims(),
+                input.name(),
+                rest
+            )));
+        }
+        if reduced.extent as u64 > u64::from(u32::MAX) {
+            return Err(Error::BadDimensions(format!(
+                "kernel_sum: dimension {dim} of {} has extent {}",
+                input.name(),
+                reduced.extent
+            )));
+        }
+        self.copy_to_device(input)?;
+        self.device_malloc(out)?;
+        if n > 0 {
+            let out_bound = self.bind(out)?;
+            let in_bound = self.bind(input)?;
+            let delta: u64 = rest
+                .iter()
+                .zip(out.dims())
+                .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
+                .sum();
+            let kernel = Kernel {
+                elem: out.elem(),
+                extents: out.dims().iter().map(|d| d.extent as u64).collect(),
+                out: Operand {
+                    base: out_bound.base,
+                    strides: out.dims().iter().map(|d| d.stride as u64).collect(),
+                },
+                body: Body::Sum {
+                    input: Operand {
+                        base: in_bound.base + delta,
+                        strides: rest.iter().map(|d| d.stride as u64).collect(),
+                    },
+                    stride: reduced.stride as u64,
+                    extent: reduced.extent as u64,
+                },
+            };
+            run(
+                self,
+                &[Job {
+                    source: kernel.source(),
+                    bindings: vec![out_bound, in_bound],
+                    elements: n,
+                }],
+            )?;
+        }
+        out.device_dirty = true;
+        out.host_dirty = false;
+        Ok(())
+    }
+}
