@@ -15,9 +15,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::discover::name_matches;
-use crate::exec::{Outcome, Status};
-use crate::plan::DeviceReq;
-use vkcopy::memory::table::DeviceType;
+use crate::outcome::{Outcome, Status};
+use crate::requires::DeviceReq;
+use crate::rt::DeviceType;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
