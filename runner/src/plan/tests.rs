@@ -142,3 +142,41 @@ fn good_case_plans() {
     assert_eq!(r.ops.len(), 2);
     assert_eq!(r.ops[1].line, 6);
 }
+
+#[test]
+fn repeat_expands_with_the_loop_variable() {
+    let root = root();
+    let p = parse(
+        &root,
+        &root.join("basic/ok.yaml"),
+        "about: a\nbuffers:\n  g: { type: u8, extent: [4, 4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 4\n      steps:\n        - crop: { from: g, to: \"c{t}\", min: [0, t], extent: [4, 1] }\n        - when: { cond: \"t % 2\", steps: [ { fill_host: { buffer: \"c{t}\", value: \"x + t\" } } ] }\n        - release: \"c{t}\"\n",
+    )
+    .unwrap();
+    let PlanKind::Runtime(r) = p.kind else {
+        panic!("runtime case expected")
+    };
+    assert_eq!(r.ops.len(), 4 * 2 + 2);
+    assert_eq!(r.slots, ["g", "c0", "c1", "c2", "c3"]);
+    assert_eq!(r.ops[3].iteration, "t = 1");
+}
+
+#[test]
+fn repeat_errors_are_located_and_bounded() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat: { var: y, from: 0, to: 2, steps: [] }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: repeat: field var: 'y' is a coordinate"),
+        "{e}"
+    );
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 3\n      steps:\n        - crop: { from: g, to: c, min: [t], extent: [2] }\n");
+    assert!(
+        e.contains("bad.yaml:10:11: crop: field to: 'c' already names a buffer (at t = 1)"),
+        "{e}"
+    );
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 1000\n      steps:\n        - repeat: { var: i, from: 0, to: 1000, steps: [ { copy_to_host: g } ] }\n");
+    assert!(e.contains("expands to more than 200000 steps"), "{e}");
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - add_device: { out: g, value: x }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: add_device: field value: 'x': the device adds a constant only"),
+        "{e}"
+    );
+}
