@@ -47,7 +47,7 @@ const BATCH_ROUNDS: usize = 40;
 const RUNS: usize = 5;
 /// Seed of the mixed-size sequence.
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
-/// Same usage as vkcopy's buffers (`BUFFER_USAGE` in `memory/allocator.rs`).
+/// Same usage as vkcopy's buffers (`BUFFER_USAGE` in `allocator/src/vk/allocator.rs`).
 const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()

@@ -15,9 +15,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::discover::name_matches;
-use crate::exec::{Outcome, Status};
-use crate::plan::DeviceReq;
-use vkcopy::memory::table::DeviceType;
+use crate::outcome::{Outcome, Status};
+use crate::requires::DeviceReq;
+use crate::rt::DeviceType;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +32,7 @@ struct Entry {
     /// A case name or a glob of names.
     case: String,
     reason: String,
-    /// Device types the entry applies to (`discrete_gpu`, `cpu`, `gpu`, ...); all
+    /// Device types the entry applies to (`discrete-gpu`, `cpu`, `gpu`, ...); all
     /// when left out.
     #[serde(default)]
     device_types: Vec<String>,

@@ -1,14 +1,24 @@
 //! vkcopy-suite: YAML conformance cases for the vkcopy runtime.
 //!
-//! Data flows one way: case file -> [`plan`] (checked case) -> [`exec`]
-//! (runs on a `vkcopy` context) -> [`report`].
+//! Data flows one way: case file ([`case`], [`steps`]) -> [`plan`] (checked,
+//! repeats expanded) -> [`exec`] (runs on a `vkcopy` context) -> [`outcome`]
+//! -> [`report`]. [`suite`] runs a whole folder for the CLI and the test
+//! harness; [`rt`] is everything the suite takes from the runtime.
 
 pub mod case;
 pub mod discover;
+pub mod error;
 pub mod exec;
 pub mod expectations;
-/// The expression language of cases lives in the runtime, which also compiles it to WGSL.
-pub use vkcopy_kernels::expr;
+pub mod names;
+pub mod outcome;
 pub mod plan;
 pub mod plot;
 pub mod report;
+pub mod requires;
+pub mod rt;
+pub mod selection;
+pub mod steps;
+pub mod suite;
+
+pub use rt::expr;

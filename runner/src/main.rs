@@ -13,13 +13,12 @@ macro_rules! out {
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use vkcopy::memory::policy::MemoryRequest;
-use vkcopy::{Context, ContextOptions, MemoryTable, Policy, Role};
-use vkcopy_suite::discover::{case_files, cases_root, check_pattern, name_matches};
-use vkcopy_suite::exec::{self, Outcome, Status};
-use vkcopy_suite::expectations::Expectations;
+use vkcopy_suite::discover::{case_files, cases_root, check_pattern};
+use vkcopy_suite::outcome::Status;
 use vkcopy_suite::plan;
-use vkcopy_suite::report::{CaseRecord, DeviceRecord, Report};
+use vkcopy_suite::report::CaseRecord;
+use vkcopy_suite::rt::{Context, ContextOptions, MemoryRequest, MemoryTable, Policy, Role};
+use vkcopy_suite::suite::{Config, Suite};
 
 #[derive(Parser)]
 #[command(
@@ -222,19 +221,18 @@ fn run(
     simulate_memory: Option<PathBuf>,
     expectations: Option<PathBuf>,
 ) -> ExitCode {
-    let root = cases.unwrap_or_else(cases_root);
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
     if let Some(f) = &filter {
         if let Err(e) = check_pattern(f) {
-            eprintln!("error: --filter {e}");
-            return ExitCode::from(2);
+            return fail(format!("--filter {e}"));
         }
     }
     let mut options = match ContextOptions::from_env() {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return fail(e.to_string()),
     };
     if let Some(p) = policy {
         options.policy = p;
@@ -242,137 +240,38 @@ fn run(
     if let Some(path) = simulate_memory {
         match MemoryTable::from_yaml_file(&path) {
             Ok(t) => options.simulate_memory = Some(t),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return fail(e.to_string()),
         }
     }
-    let files = match case_files(&root) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let config = Config {
+        cases: cases.unwrap_or_else(cases_root),
+        options,
+        expectations,
     };
-    // One context up front: names the device in the report, and says early when there is none.
-    let mut device_type = None;
-    let (device, device_error) = match Context::new(options.clone()) {
-        Ok(ctx) => {
-            device_type = Some(ctx.info().device_type);
-            let i = ctx.info();
-            (
-                DeviceRecord {
-                    name: i.name.clone(),
-                    device_type: format!("{:?}", i.device_type),
-                    driver: i.driver.clone(),
-                    api_version: i.api_version.clone(),
-                },
-                None,
-            )
-        }
-        // No loader or no device: the device cases fail, the others still run.
-        Err(e @ (vkcopy::Error::LoaderMissing(_) | vkcopy::Error::NoDevice)) => {
-            (DeviceRecord::default(), Some(e.to_string()))
-        }
-        // Anything else is a setting to fix (VKCOPY_DEVICE, VKCOPY_ALLOC_CONFIG, ...).
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let suite = match Suite::open(config) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
     };
-    match &device_error {
-        None => out!(
+    match &suite.device {
+        Ok(d) => out!(
             "device: {} ({}, {}), policy {}",
-            device.name,
-            device.device_type,
-            device.driver,
-            options.policy
+            d.record.name,
+            d.record.device_type,
+            d.record.driver,
+            suite.options.policy
         ),
-        Some(e) => out!("no Vulkan device: {e}"),
+        Err(e) => out!("no Vulkan device: {e}"),
     }
-    let probe = Report {
-        device: device.clone(),
-        policy: String::new(),
-        simulated_memory: None,
-        cases: Vec::new(),
+    if let Some(path) = &suite.expectations_file {
+        out!("expectations: {}", path.display());
+    }
+    if let Some(t) = &suite.options.simulate_memory {
+        out!("simulating the memory table of {}", t.name);
+    }
+    let report = match suite.run_all(filter.as_deref(), print_case) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
     };
-    let default_file = root
-        .join("..")
-        .join("reports/expectations")
-        .join(format!("{}.yaml", probe.device_slug()));
-    let expectations = match expectations.or_else(|| default_file.is_file().then_some(default_file))
-    {
-        None => Expectations::default(),
-        Some(path) => match Expectations::load(&path) {
-            Ok(e) => {
-                out!("expectations: {}", path.display());
-                match &device_type {
-                    Some(t) => e.for_device(*t),
-                    None => e,
-                }
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let simulated_memory = options.simulate_memory.as_ref().map(|t| t.name.clone());
-    if let Some(t) = &simulated_memory {
-        out!("simulating the memory table of {t}");
-    }
-    let mut report = Report {
-        device,
-        policy: options.policy.to_string(),
-        simulated_memory,
-        cases: Vec::new(),
-    };
-    for path in files {
-        let name = plan::case_name(&root, &path);
-        if let Some(f) = &filter {
-            if !name_matches(f, &name) {
-                continue;
-            }
-        }
-        let outcome = match plan::load(&root, &path) {
-            Err(e) => Outcome::failed(e.to_string()),
-            Ok(p) if p.needs_device() && device_error.is_some() => Outcome::failed(format!(
-                "needs a Vulkan device: {}",
-                device_error.as_deref().unwrap_or("")
-            )),
-            Ok(p) => exec::run(&p, &options),
-        };
-        let outcome = expectations.apply(&name, outcome);
-        match outcome.status {
-            Status::Pass => out!("pass  {name} ({:.2} s)", outcome.seconds),
-            Status::Skip => out!("skip  {name}: {}", outcome.message),
-            Status::ExpectedFail => out!(
-                "xfail {name}: {}",
-                outcome.message.lines().next().unwrap_or("")
-            ),
-            Status::Fail | Status::UnexpectedPass => out!(
-                "FAIL  {name}\n      {}",
-                outcome.message.replace('\n', "\n      ")
-            ),
-        }
-        report.cases.push(CaseRecord {
-            name,
-            path: path.display().to_string(),
-            outcome,
-        });
-    }
-    if report.cases.is_empty() {
-        eprintln!(
-            "error: no case{} in {}",
-            filter
-                .as_deref()
-                .map(|f| format!(" matches '{f}'"))
-                .unwrap_or_default(),
-            root.display()
-        );
-        return ExitCode::from(2);
-    }
     match report.write(&report_dir) {
         Ok(dir) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
@@ -381,8 +280,7 @@ fn run(
         ),
     }
     if filter.is_none() {
-        let names: Vec<String> = report.cases.iter().map(|c| c.name.clone()).collect();
-        for stale in expectations.unmatched(&names) {
+        for stale in suite.stale_expectations(&report) {
             eprintln!("warning: the expectations entry '{stale}' matches no case");
         }
     }
@@ -395,5 +293,21 @@ fn run(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+fn print_case(c: &CaseRecord) {
+    let (name, outcome) = (&c.name, &c.outcome);
+    match outcome.status {
+        Status::Pass => out!("pass  {name} ({:.2} s)", outcome.seconds),
+        Status::Skip => out!("skip  {name}: {}", outcome.message),
+        Status::ExpectedFail => out!(
+            "xfail {name}: {}",
+            outcome.message.lines().next().unwrap_or("")
+        ),
+        Status::Fail | Status::UnexpectedPass => out!(
+            "FAIL  {name}\n      {}",
+            outcome.message.replace('\n', "\n      ")
+        ),
     }
 }

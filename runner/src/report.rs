@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::exec::{Outcome, Status};
+use crate::outcome::{Outcome, Status};
 
 /// A file or folder name for a device: lower case letters, digits and '-'
 /// ("NVIDIA H200" is `nvidia-h200`).

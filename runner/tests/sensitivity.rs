@@ -1,23 +1,23 @@
 //! The suite catches what it claims to: each regression case fails when the
 //! Halide bug it is written against is brought back, and passes without it.
 
-use vkcopy::{Context, ContextOptions, Emulate, Error, Policy};
 use vkcopy_suite::discover::{case_files, cases_root};
-use vkcopy_suite::exec::{self, Status};
+use vkcopy_suite::exec;
+use vkcopy_suite::outcome::Status;
 use vkcopy_suite::plan;
+use vkcopy_suite::rt::{ContextOptions, Emulate, Policy};
+use vkcopy_suite::suite::probe;
 
 /// Options for the default device, or None where this machine has no Vulkan.
 fn options() -> Option<ContextOptions> {
     let options = ContextOptions::from_env().unwrap();
-    match Context::new(options.clone()) {
+    match probe(&options).unwrap_or_else(|e| panic!("cannot create a context: {e}")) {
         Ok(_) => Some(options),
-        Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
-            if std::env::var_os("CI").is_none() =>
-        {
+        Err(e) if std::env::var_os("CI").is_none() => {
             eprintln!("skipping: {e}");
             None
         }
-        Err(e) => panic!("cannot create a context: {e}"),
+        Err(e) => panic!("no Vulkan device: {e}"),
     }
 }
 

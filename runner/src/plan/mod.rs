@@ -1,0 +1,260 @@
+//! From case file to plan: parses the YAML, checks every name, shape and
+//! expression (expanding repeats), and reports the first problem as
+//! `path:line:column: message`.
+
+use std::path::{Path, PathBuf};
+
+use crate::case::{BufferSpec, CaseFile};
+use crate::error::CaseError;
+use crate::requires::DeviceReq;
+use crate::rt::{dense_dims, Dim, ElemType, MemoryTable, Policy, MAX_DIMS};
+use crate::selection::{self, recorded_table, SelectionPlan};
+use crate::steps::planner::{check_size, Planner, Slot};
+use crate::steps::{self, Op};
+
+/// A buffer of a plan.
+#[derive(Clone, Debug)]
+pub struct BufferDecl {
+    pub name: String,
+    pub elem: ElemType,
+    pub dims: Vec<Dim>,
+    pub host: bool,
+}
+
+/// A case that runs on a device.
+#[derive(Clone, Debug)]
+pub struct RuntimePlan {
+    /// The policy the case pins, if any.
+    pub policy: Option<Policy>,
+    pub simulate_memory: Option<MemoryTable>,
+    /// Declared buffers: slots `0..buffers.len()`.
+    pub buffers: Vec<BufferDecl>,
+    /// The name of every slot: the declared buffers, then the views steps create.
+    pub slots: Vec<String>,
+    /// The element type of every slot.
+    pub slot_elems: Vec<ElemType>,
+    pub ops: Vec<Op>,
+}
+
+/// What a case does.
+#[derive(Clone, Debug)]
+pub enum PlanKind {
+    Runtime(RuntimePlan),
+    Selection(SelectionPlan),
+}
+
+/// A checked case, ready to run.
+#[derive(Clone, Debug)]
+pub struct CasePlan {
+    /// Test name: the path below `cases/` without `.yaml`, `/` written `::`.
+    pub name: String,
+    pub path: PathBuf,
+    pub about: String,
+    pub mirrors: Option<String>,
+    pub requires: Vec<DeviceReq>,
+    pub kind: PlanKind,
+}
+
+impl CasePlan {
+    /// Element types that the case's kernels write or read, to check support early.
+    pub fn kernel_elem_types(&self) -> Vec<ElemType> {
+        let PlanKind::Runtime(r) = &self.kind else {
+            return Vec::new();
+        };
+        let mut types: Vec<ElemType> = r
+            .ops
+            .iter()
+            .flat_map(|op| op.kernel_slots())
+            .map(|s| r.slot_elems[s])
+            .collect();
+        types.sort_by_key(|t| t.name());
+        types.dedup();
+        types
+    }
+
+    /// Whether the case needs a Vulkan device.
+    pub fn needs_device(&self) -> bool {
+        matches!(self.kind, PlanKind::Runtime(_))
+    }
+
+    /// Why a device of type `t` cannot run this case, if it cannot.
+    pub fn unmet(&self, t: crate::rt::DeviceType) -> Option<String> {
+        if self.requires.is_empty() || self.requires.iter().any(|r| r.accepts(t)) {
+            return None;
+        }
+        let wanted: Vec<&str> = self.requires.iter().map(|r| r.name()).collect();
+        Some(format!(
+            "needs a {} device; this one is {}",
+            wanted.join(" or "),
+            DeviceReq::of(t).name()
+        ))
+    }
+}
+
+/// The test name of a case file below `root`.
+pub fn case_name(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path).with_extension("");
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// Reads and checks the case at `path`; `root` is the `cases/` folder.
+pub fn load(root: &Path, path: &Path) -> Result<CasePlan, CaseError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| CaseError::new(path, 0, 0, format!("cannot read: {e}")))?;
+    parse(root, path, &src)
+}
+
+/// Checks the case text `src` as if read from `path`.
+pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError> {
+    let file: CaseFile =
+        serde_saphyr::from_str(src).map_err(|e| CaseError::from_yaml(path, src, &e))?;
+    let mut requires = Vec::new();
+    for t in &file.requires.device_types {
+        requires.push(DeviceReq::parse(t).ok_or_else(|| {
+            CaseError::new(
+                path,
+                1,
+                1,
+                format!(
+                    "requires.device_types: unknown device type '{t}'; expected one of {:?}",
+                    DeviceReq::names()
+                ),
+            )
+        })?);
+    }
+    let kind = match (&file.selection, file.steps.is_empty()) {
+        (Some(sel), true) => {
+            let at = &sel.referenced;
+            if !file.buffers.is_empty() || file.simulate_memory.is_some() || file.policy.is_some() {
+                return Err(CaseError::new(
+                    path,
+                    at.line(),
+                    at.column(),
+                    "a selection case has no buffers, simulate_memory or policy",
+                ));
+            }
+            PlanKind::Selection(selection::plan(root, path, &sel.value, at)?)
+        }
+        (Some(sel), false) => {
+            let at = &sel.referenced;
+            return Err(CaseError::new(
+                path,
+                at.line(),
+                at.column(),
+                "a case has either `steps` or `selection`, not both",
+            ));
+        }
+        (None, true) => {
+            return Err(CaseError::new(
+                path,
+                1,
+                1,
+                "the case has no `steps` (or `selection`)",
+            ))
+        }
+        (None, false) => PlanKind::Runtime(runtime(root, path, &file)?),
+    };
+    Ok(CasePlan {
+        name: case_name(root, path),
+        path: path.to_owned(),
+        about: file.about,
+        mirrors: file.mirrors,
+        requires,
+        kind,
+    })
+}
+
+fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
+    let located =
+        |at: &serde_saphyr::Location, m: String| CaseError::new(path, at.line(), at.column(), m);
+    let simulate_memory = match &file.simulate_memory {
+        Some(s) => Some(
+            recorded_table(root, &s.value)
+                .map_err(|e| located(&s.referenced, format!("simulate_memory: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut buffers = Vec::new();
+    for (name, spec) in &file.buffers {
+        let decl = buffer(name, &spec.value)
+            .map_err(|m| located(&spec.referenced, format!("buffer {name}: {m}")))?;
+        buffers.push(decl);
+    }
+    let slots = buffers
+        .iter()
+        .map(|b| Slot {
+            name: b.name.clone(),
+            elem: b.elem,
+            dims: b.dims.clone(),
+            host: b.host,
+            view: false,
+            released: false,
+        })
+        .collect();
+    let mut planner = Planner::new(path, slots);
+    let mut ops = Vec::new();
+    steps::plan(&file.steps, &mut planner, &mut ops)?;
+    let policy = match &file.policy {
+        None => None,
+        Some(p) => Some(
+            p.value
+                .parse::<Policy>()
+                .map_err(|e| located(&p.referenced, format!("policy: {e}")))?,
+        ),
+    };
+    Ok(RuntimePlan {
+        policy,
+        simulate_memory,
+        buffers,
+        slots: planner.slots.iter().map(|s| s.name.clone()).collect(),
+        slot_elems: planner.slots.iter().map(|s| s.elem).collect(),
+        ops,
+    })
+}
+
+/// Checks a buffer declaration.
+fn buffer(name: &str, s: &BufferSpec) -> Result<BufferDecl, String> {
+    let elem: ElemType = s.elem.parse().map_err(|e| format!("field type: {e}"))?;
+    let n = s.extent.len();
+    if n == 0 || n > MAX_DIMS {
+        return Err(format!(
+            "field extent: {n} dimensions; 1 to {MAX_DIMS} allowed"
+        ));
+    }
+    if let Some(e) = s.extent.iter().find(|&&e| e < 0) {
+        return Err(format!("field extent: {e} is negative"));
+    }
+    let mut dims = dense_dims(&s.extent);
+    for (field, v) in [("min", &s.min), ("stride", &s.stride)] {
+        if let Some(v) = v.as_ref().filter(|v| v.len() != n) {
+            return Err(format!(
+                "field {field}: {} values for {n} dimensions",
+                v.len()
+            ));
+        }
+    }
+    for (d, &m) in dims.iter_mut().zip(s.min.iter().flatten()) {
+        d.min = m;
+    }
+    for (d, &st) in dims.iter_mut().zip(s.stride.iter().flatten()) {
+        if st < 0 {
+            return Err(format!(
+                "field stride: {st} is negative; negative strides are not supported"
+            ));
+        }
+        d.stride = st;
+    }
+    check_size(elem, &dims)?;
+    Ok(BufferDecl {
+        name: name.to_owned(),
+        elem,
+        dims,
+        host: s.host,
+    })
+}
+
+#[cfg(test)]
+mod tests;

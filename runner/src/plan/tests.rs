@@ -1,0 +1,182 @@
+use super::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases")
+}
+
+fn parse_err(src: &str) -> String {
+    let root = root();
+    parse(&root, &root.join("basic/bad.yaml"), src)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn case_names_follow_the_folder() {
+    let r = Path::new("/x/cases");
+    assert_eq!(
+        case_name(r, Path::new("/x/cases/halide/device_crop.yaml")),
+        "halide::device_crop"
+    );
+}
+
+#[test]
+fn unknown_field_is_located() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_host: { buffer: g, valu: x }\n");
+    assert!(e.contains("basic/bad.yaml:5:29: "), "{e}");
+    assert!(e.contains("unknown field `valu`"), "{e}");
+}
+
+#[test]
+fn unknown_step_is_located() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_hots: { buffer: g, value: x }\n");
+    assert!(e.contains("bad.yaml:5:5: "), "{e}");
+    assert!(e.contains("fill_hots"), "{e}");
+}
+
+#[test]
+fn wrong_value_type_names_the_field() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4], host: maybe }\nsteps:\n  - copy_to_host: g\n");
+    assert!(e.contains("bad.yaml:3:"), "{e}");
+    assert!(e.contains("host"), "{e}");
+}
+
+#[test]
+fn bad_expression_names_step_and_field() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - copy_to_host: g\n  - expect: { buffer: g, value: x + q }\n");
+    assert!(
+        e.contains("bad.yaml:6:5: expect: field value: 'x + q'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn expression_beyond_dimensions_is_an_error() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - fill_host: { buffer: g, value: y }\n");
+    assert!(e.contains("uses dimension 1 but buffer g has 1"), "{e}");
+}
+
+#[test]
+fn unknown_buffer_is_an_error() {
+    let e = parse_err(
+        "about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - copy_to_host: h\n",
+    );
+    assert!(
+        e.contains("bad.yaml:5:5: copy_to_host: unknown buffer 'h'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_element_type_is_an_error() {
+    let e = parse_err(
+        "about: a\nbuffers:\n  g: { type: i33, extent: [4] }\nsteps:\n  - copy_to_host: g\n",
+    );
+    assert!(
+        e.contains("bad.yaml:3:6: buffer g: field type: unknown element type 'i33'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_table_is_an_error() {
+    let e = parse_err("about: a\nselection:\n  table: no-such-gpu\n  expect:\n    - { request: readback, vkcopy: 0 }\n");
+    assert!(e.contains("no recorded table 'no-such-gpu'"), "{e}");
+}
+
+#[test]
+fn bad_request_is_an_error() {
+    let e = parse_err("about: a\nselection:\n  table: lavapipe\n  expect:\n    - { request: sideways, vkcopy: 0 }\n");
+    assert!(e.contains("bad.yaml:5:7: request 'sideways'"), "{e}");
+}
+
+#[test]
+fn huge_buffers_are_refused_where_written() {
+    for extent in [
+        "[100000000000]",
+        "[4294967296, 4294967296]",
+        "[9223372036854775807]",
+    ] {
+        let e = parse_err(&format!(
+            "about: a\nbuffers:\n  g: {{ type: u8, extent: {extent} }}\nsteps:\n  - copy_to_host: g\n"
+        ));
+        assert!(e.contains("bad.yaml:3:6: buffer g: "), "{e}");
+    }
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2, 2], stride: [1, 1000000000000] }\nsteps:\n  - copy_to_host: g\n");
+    assert!(e.contains("spans more than"), "{e}");
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2] }\nsteps:\n  - view: { from: g, to: v, at: [0], extent: [1000000, 1000000], stride: [0, 0] }\n");
+    assert!(e.contains("bad.yaml:5:5: view: view v: more than"), "{e}");
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [2] }\nsteps:\n  - measure: { copy_to_host: g, repeat: 4000000000 }\n");
+    assert!(e.contains("field repeat"), "{e}");
+}
+
+#[test]
+fn long_expressions_are_quoted_by_their_start() {
+    let long = "x+".repeat(3000) + "x";
+    let e = parse_err(&format!("about: a\nbuffers:\n  g: {{ type: u8, extent: [2] }}\nsteps:\n  - fill_host: {{ buffer: g, value: \"{long}\" }}\n"));
+    assert!(e.len() < 300, "{e}");
+    assert!(e.contains("at most 4096"), "{e}");
+}
+
+#[test]
+fn good_case_plans() {
+    let root = root();
+    let p = parse(
+        &root,
+        &root.join("basic/ok.yaml"),
+        "about: a\nbuffers:\n  g: { type: u16, extent: [4, 2], min: [1, 1] }\nsteps:\n  - fill_host: { buffer: g, value: x + 10*y }\n  - copy_to_device: g\n",
+    )
+    .unwrap();
+    assert_eq!(p.name, "basic::ok");
+    let PlanKind::Runtime(r) = p.kind else {
+        panic!("runtime case expected")
+    };
+    assert_eq!(
+        r.buffers[0].dims[1],
+        Dim {
+            min: 1,
+            extent: 2,
+            stride: 4
+        }
+    );
+    assert_eq!(r.ops.len(), 2);
+    assert_eq!(r.ops[1].line, 6);
+}
+
+#[test]
+fn repeat_expands_with_the_loop_variable() {
+    let root = root();
+    let p = parse(
+        &root,
+        &root.join("basic/ok.yaml"),
+        "about: a\nbuffers:\n  g: { type: u8, extent: [4, 4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 4\n      steps:\n        - crop: { from: g, to: \"c{t}\", min: [0, t], extent: [4, 1] }\n        - when: { cond: \"t % 2\", steps: [ { fill_host: { buffer: \"c{t}\", value: \"x + t\" } } ] }\n        - release: \"c{t}\"\n",
+    )
+    .unwrap();
+    let PlanKind::Runtime(r) = p.kind else {
+        panic!("runtime case expected")
+    };
+    assert_eq!(r.ops.len(), 4 * 2 + 2);
+    assert_eq!(r.slots, ["g", "c0", "c1", "c2", "c3"]);
+    assert_eq!(r.ops[3].iteration, "t = 1");
+}
+
+#[test]
+fn repeat_errors_are_located_and_bounded() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat: { var: y, from: 0, to: 2, steps: [] }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: repeat: field var: 'y' is a coordinate"),
+        "{e}"
+    );
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 3\n      steps:\n        - crop: { from: g, to: c, min: [t], extent: [2] }\n");
+    assert!(
+        e.contains("bad.yaml:10:11: crop: field to: 'c' already names a buffer (at t = 1)"),
+        "{e}"
+    );
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - repeat:\n      var: t\n      from: 0\n      to: 1000\n      steps:\n        - repeat: { var: i, from: 0, to: 1000, steps: [ { copy_to_host: g } ] }\n");
+    assert!(e.contains("expands to more than 200000 steps"), "{e}");
+    let e = parse_err("about: a\nbuffers:\n  g: { type: u8, extent: [4] }\nsteps:\n  - add_device: { out: g, value: x }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: add_device: field value: 'x': the device adds a constant only"),
+        "{e}"
+    );
+}

@@ -1,0 +1,18 @@
+//! What the suite uses of the runtime crates, in one place, so that a change of
+//! their module paths is an edit of this file only.
+
+pub use vkcopy::memory::table::parse_property_flag;
+pub use vkcopy::types::{dense_dims, span_bytes};
+pub use vkcopy::{
+    Buffer, Context, ContextOptions, DeviceType, Dim, ElemType, Emulate, Error, MemoryRequest,
+    MemoryTable, Placement, Policy, Role, Value, COUNTER_NAMES, MAX_DIMS,
+};
+
+/// Vulkan memory property flags, as placements report them.
+pub type MemoryPropertyFlags = vkcopy::ash::vk::MemoryPropertyFlags;
+
+/// The expression language of cases; the device kernels compile it to WGSL.
+pub use vkcopy_kernels::expr;
+pub use vkcopy_kernels::expr::Expr;
+/// The built-in device kernels (fill, add, sum) on a [`Context`].
+pub use vkcopy_kernels::Kernels;

@@ -1,0 +1,167 @@
+//! Selection cases: which memory type each policy picks for a request on a
+//! recorded table. Pure logic; needs no device.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_saphyr::{Location, Spanned};
+
+use crate::error::CaseError;
+use crate::rt::{MemoryRequest, MemoryTable, Policy, Role};
+
+/// A selection case as written: the type each policy must pick on a recorded table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    /// A file in `cases/devices/`, without `.yaml`.
+    pub table: String,
+    pub expect: Vec<Spanned<SelectionExpect>>,
+}
+
+/// One request and the memory type index each named policy must pick.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionExpect {
+    /// `readback`, `upload`, `device`, or a raw `visibility/caching` pair.
+    pub request: String,
+    #[serde(default, rename = "halide-legacy")]
+    pub halide_legacy: Option<u32>,
+    #[serde(default)]
+    pub halide: Option<u32>,
+    #[serde(default)]
+    pub vkcopy: Option<u32>,
+}
+
+/// One selection check.
+#[derive(Clone, Debug)]
+pub struct SelectionCheck {
+    pub line: u64,
+    /// As written: `readback` or `device_to_host/cached_coherent`.
+    pub request: String,
+    pub role: Option<Role>,
+    pub raw: Option<MemoryRequest>,
+    pub expect: Vec<(Policy, u32)>,
+}
+
+/// A checked selection case.
+#[derive(Clone, Debug)]
+pub struct SelectionPlan {
+    pub table_name: String,
+    pub table: MemoryTable,
+    pub checks: Vec<SelectionCheck>,
+}
+
+/// The recorded table `name` of the cases folder `root`.
+pub fn recorded_table(root: &Path, name: &str) -> Result<MemoryTable, String> {
+    let file = root.join("devices").join(format!("{name}.yaml"));
+    if !file.is_file() {
+        return Err(format!(
+            "no recorded table '{name}' ({} does not exist)",
+            file.display()
+        ));
+    }
+    MemoryTable::from_yaml_file(&file).map_err(|e| e.to_string())
+}
+
+/// Checks a selection case of the file `path` below `root`.
+pub fn plan(
+    root: &Path,
+    path: &Path,
+    sel: &Selection,
+    at: &Location,
+) -> Result<SelectionPlan, CaseError> {
+    let err = |at: &Location, m: String| CaseError::new(path, at.line(), at.column(), m);
+    let table =
+        recorded_table(root, &sel.table).map_err(|e| err(at, format!("selection.table: {e}")))?;
+    let mut checks = Vec::new();
+    for e in &sel.expect {
+        let (request, at) = (&e.value.request, &e.referenced);
+        let (role, raw) = match request.parse::<Role>() {
+            Ok(r) => (Some(r), None),
+            Err(_) => match request.parse::<MemoryRequest>() {
+                Ok(r) => (None, Some(r)),
+                Err(e) => {
+                    return Err(err(at, format!(
+                        "request '{request}': not readback, upload, device or a visibility/caching pair: {e}"
+                    )))
+                }
+            },
+        };
+        let mut expect = Vec::new();
+        for (p, v) in [
+            (Policy::HalideLegacy, e.value.halide_legacy),
+            (Policy::Halide, e.value.halide),
+            (Policy::Vkcopy, e.value.vkcopy),
+        ] {
+            let Some(t) = v else { continue };
+            if t as usize >= table.types.len() {
+                return Err(err(
+                    at,
+                    format!(
+                        "{p}: type {t} does not exist; {} has {} types",
+                        sel.table,
+                        table.types.len()
+                    ),
+                ));
+            }
+            expect.push((p, t));
+        }
+        if expect.is_empty() {
+            return Err(err(
+                at,
+                "names no policy (halide-legacy, halide, vkcopy)".into(),
+            ));
+        }
+        checks.push(SelectionCheck {
+            line: at.line(),
+            request: request.clone(),
+            role,
+            raw,
+            expect,
+        });
+    }
+    if checks.is_empty() {
+        return Err(err(at, "selection.expect is empty".into()));
+    }
+    Ok(SelectionPlan {
+        table_name: sel.table.clone(),
+        table,
+        checks,
+    })
+}
+
+/// Checks every expectation of a selection case; lists every mismatch.
+pub fn check(s: &SelectionPlan) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    for c in &s.checks {
+        for &(policy, want) in &c.expect {
+            let request = match (c.role, &c.raw) {
+                (Some(role), _) => policy.request(role),
+                (None, Some(raw)) => *raw,
+                (None, None) => unreachable!("the plan has a role or a raw request"),
+            };
+            match policy.select(&s.table, &request, u32::MAX) {
+                Ok(t) if t == want => {}
+                Ok(t) => wrong.push(format!(
+                    "line {}: {} under {policy}: picked {}, expected {}",
+                    c.line,
+                    c.request,
+                    s.table.describe_type(t),
+                    s.table.describe_type(want)
+                )),
+                Err(e) => wrong.push(format!(
+                    "line {}: {} under {policy}: {e}; expected type {want}",
+                    c.line, c.request
+                )),
+            }
+        }
+    }
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "selection differs on {}:\n  {}",
+        s.table_name,
+        wrong.join("\n  ")
+    ))
+}

@@ -1,0 +1,303 @@
+//! Check steps: host contents, dirty bits, context counters and where memory
+//! landed.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::error::CaseError;
+use crate::rt::{parse_property_flag, Expr, MemoryPropertyFlags, Role, COUNTER_NAMES};
+use crate::steps::bind::Int;
+use crate::steps::planner::Planner;
+use crate::steps::state::{State, StepError};
+
+/// The check steps as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Host elements equal `value`: every element, or those in the box
+    /// `min`..`min + extent` (clipped to the buffer).
+    Expect {
+        buffer: String,
+        value: String,
+        #[serde(default)]
+        min: Option<Vec<Int>>,
+        #[serde(default)]
+        extent: Option<Vec<Int>>,
+    },
+    /// The dirty bits given, and whether a device allocation exists.
+    ExpectFlags {
+        buffer: String,
+        #[serde(default)]
+        host_dirty: Option<bool>,
+        #[serde(default)]
+        device_dirty: Option<bool>,
+        #[serde(default)]
+        has_device: Option<bool>,
+    },
+    /// Counters of the context (`cases/README.md` names them).
+    ExpectCounters(BTreeMap<String, u64>),
+    /// The latest allocation of a role landed in that memory type, with those
+    /// flags, after that many candidate types had no room.
+    ExpectMemory {
+        role: String,
+        #[serde(default, rename = "type")]
+        memory_type: Option<u32>,
+        #[serde(default)]
+        flags: Option<Vec<String>>,
+        #[serde(default)]
+        fallbacks: Option<u32>,
+    },
+}
+
+/// A checked check step; buffers are slots.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Expect {
+        buffer: usize,
+        value: Expr,
+        /// (min, extent) of the box to check; None checks every element.
+        region: Option<(Vec<i64>, Vec<i64>)>,
+    },
+    ExpectFlags {
+        buffer: usize,
+        host_dirty: Option<bool>,
+        device_dirty: Option<bool>,
+        has_device: Option<bool>,
+    },
+    ExpectCounters(Vec<(String, u64)>),
+    ExpectMemory {
+        role: Role,
+        memory_type: Option<u32>,
+        flags: Option<(MemoryPropertyFlags, String)>,
+        fallbacks: Option<u32>,
+    },
+}
+
+pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
+    Ok(match step {
+        Step::Expect {
+            buffer,
+            value,
+            min,
+            extent,
+        } => {
+            let b = p.buf(buffer)?;
+            let n = p.slots[b].dims.len();
+            let region = match (min, extent) {
+                (None, None) => None,
+                (Some(m), Some(e)) => {
+                    let (m, e) = (p.ints("min", m, n)?, p.ints("extent", e, n)?);
+                    if let Some(x) = e.iter().find(|&&x| x < 0) {
+                        return Err(p.err(format!("field extent: {x} is negative")));
+                    }
+                    Some((m, e))
+                }
+                _ => return Err(p.err("give both `min` and `extent`, or neither")),
+            };
+            Op::Expect {
+                buffer: b,
+                value: p.value("value", b, value)?,
+                region,
+            }
+        }
+        Step::ExpectFlags {
+            buffer,
+            host_dirty,
+            device_dirty,
+            has_device,
+        } => Op::ExpectFlags {
+            buffer: p.buf(buffer)?,
+            host_dirty: *host_dirty,
+            device_dirty: *device_dirty,
+            has_device: *has_device,
+        },
+        Step::ExpectCounters(map) => {
+            if let Some(bad) = map.keys().find(|k| !COUNTER_NAMES.contains(&k.as_str())) {
+                return Err(p.err(format!(
+                    "unknown counter '{bad}'; counters are {COUNTER_NAMES:?}"
+                )));
+            }
+            Op::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        }
+        Step::ExpectMemory {
+            role,
+            memory_type,
+            flags,
+            fallbacks,
+        } => {
+            let role: Role = role.parse().map_err(|_| {
+                p.err(format!(
+                    "field role: '{role}' is not readback, upload or device"
+                ))
+            })?;
+            let flags = match flags {
+                None => None,
+                Some(names) => {
+                    let mut all = MemoryPropertyFlags::empty();
+                    for f in names {
+                        all |= parse_property_flag(f).ok_or_else(|| {
+                            p.err(format!("field flags: unknown memory property flag '{f}'"))
+                        })?;
+                    }
+                    Some((all, names.join("|")))
+                }
+            };
+            if memory_type.is_none() && flags.is_none() && fallbacks.is_none() {
+                return Err(p.err("give `type`, `flags` or `fallbacks`"));
+            }
+            Op::ExpectMemory {
+                role,
+                memory_type: *memory_type,
+                flags,
+                fallbacks: *fallbacks,
+            }
+        }
+    })
+}
+
+pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    match op {
+        Op::Expect {
+            buffer,
+            value,
+            region,
+        } => expect(s, *buffer, value, region.as_ref()),
+        Op::ExpectFlags {
+            buffer,
+            host_dirty,
+            device_dirty,
+            has_device,
+        } => {
+            let b = s.get(*buffer)?;
+            let mut wrong = Vec::new();
+            let mut check = |what: &str, want: Option<bool>, got: bool| {
+                if want.is_some_and(|w| w != got) {
+                    wrong.push(format!("{what} is {got}, expected {}", !got));
+                }
+            };
+            check("host_dirty", *host_dirty, b.host_dirty);
+            check("device_dirty", *device_dirty, b.device_dirty);
+            check("has_device", *has_device, b.has_device_allocation());
+            if wrong.is_empty() {
+                return Ok(());
+            }
+            Err(StepError::Check(format!(
+                "expect_flags {}: {}",
+                b.name(),
+                wrong.join(", ")
+            )))
+        }
+        Op::ExpectCounters(want) => {
+            let have = s.ctx.counters();
+            let wrong: Vec<String> = want
+                .iter()
+                .filter_map(|(name, v)| {
+                    let got = have.iter().find(|(n, _)| n == name).map_or(0, |(_, g)| *g);
+                    (got != *v).then(|| format!("{name} is {got}, expected {v}"))
+                })
+                .collect();
+            if wrong.is_empty() {
+                return Ok(());
+            }
+            Err(StepError::Check(format!(
+                "expect_counters: {}",
+                wrong.join(", ")
+            )))
+        }
+        Op::ExpectMemory {
+            role,
+            memory_type,
+            flags,
+            fallbacks,
+        } => expect_memory(s, *role, *memory_type, flags.as_ref(), *fallbacks),
+    }
+}
+
+fn expect(
+    s: &State,
+    buffer: usize,
+    value: &Expr,
+    region: Option<&(Vec<i64>, Vec<i64>)>,
+) -> Result<(), StepError> {
+    let whole = s.get(buffer)?;
+    let part;
+    let b = match region {
+        None => whole,
+        Some((min, extent)) => {
+            // The box clipped to the buffer, as a host view.
+            let (mut lo, mut ext) = (Vec::new(), Vec::new());
+            for (d, (&m, &e)) in whole.dims().iter().zip(min.iter().zip(extent)) {
+                let a = m.max(d.min);
+                let b = m.saturating_add(e).min(d.min + d.extent);
+                if b <= a {
+                    return Err(StepError::Check(format!(
+                        "expect {}: the box [{m}, {}) does not meet the buffer's [{}, {}) in a dimension",
+                        whole.name(),
+                        m.saturating_add(e),
+                        d.min,
+                        d.min + d.extent
+                    )));
+                }
+                lo.push(a);
+                ext.push(b - a);
+            }
+            part = whole.cropped(whole.name(), &lo, &ext)?;
+            &part
+        }
+    };
+    let f = value.compile();
+    let cmp = b.compare(|c| f.eval(c), 5)?;
+    if cmp.mismatches == 0 {
+        return Ok(());
+    }
+    let shown: Vec<String> = cmp
+        .first
+        .iter()
+        .map(|m| format!("{:?}: expected {}, got {}", m.coords, m.expected, m.actual))
+        .collect();
+    Err(StepError::Check(format!(
+        "expect {}: {} of {} elements differ from '{value}'; first: {}",
+        b.name(),
+        cmp.mismatches,
+        b.len(),
+        shown.join("; ")
+    )))
+}
+
+fn expect_memory(
+    s: &State,
+    role: Role,
+    memory_type: Option<u32>,
+    flags: Option<&(MemoryPropertyFlags, String)>,
+    fallbacks: Option<u32>,
+) -> Result<(), StepError> {
+    let ctx = s.ctx;
+    let placements = ctx.stats().placements();
+    let p = placements
+        .iter()
+        .rev()
+        .find(|p| p.role == role)
+        .ok_or_else(|| format!("expect_memory: no {role} allocation was made"))?;
+    let table = ctx.memory_table();
+    let landed = table.describe_type(p.memory_type);
+    if let Some(t) = memory_type.filter(|t| *t != p.memory_type) {
+        return Err(StepError::Check(format!(
+            "expect_memory: {role} landed in {landed}, expected {} (policy {})",
+            table.describe_type(t),
+            ctx.policy()
+        )));
+    }
+    if let Some(f) = fallbacks.filter(|f| *f != p.fallbacks) {
+        return Err(StepError::Check(format!(
+            "expect_memory: {role} landed in {landed} after {} fallback(s), expected {f}",
+            p.fallbacks
+        )));
+    }
+    if let Some((_, names)) = flags.filter(|(want, _)| *want != p.flags) {
+        return Err(StepError::Check(format!(
+            "expect_memory: {role} landed in {landed}, expected flags {names}"
+        )));
+    }
+    Ok(())
+}

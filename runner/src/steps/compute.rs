@@ -1,0 +1,322 @@
+//! Compute steps: the same fills and adds on the host (as a CPU stage of a
+//! Halide pipeline) and on the device (WGSL kernels), and a device sum. Every
+//! kernel call of the suite is in this module.
+
+use serde::Deserialize;
+
+use crate::error::CaseError;
+use crate::rt::{Buffer, Context, ElemType, Error, Expr, Kernels, Value};
+use crate::steps::planner::Planner;
+use crate::steps::state::{State, StepError};
+
+/// The compute steps as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Writes `value` (an expression of the coordinates) on the host; sets `host_dirty`.
+    FillHost { buffer: String, value: String },
+    /// Computes `value` on the device, through `buffer`'s strides and view offset;
+    /// sets `device_dirty`.
+    FillDevice { buffer: String, value: String },
+    /// `out = inputs[0] + inputs[1] + ... + value` element-wise on the host, at
+    /// `out`'s coordinates (inputs may alias `out`); `out += value` without
+    /// inputs. A device-dirty input is an error (its host data is stale).
+    AddHost(Add),
+    /// The same on the device; `value` must be a constant. Host-dirty inputs are
+    /// uploaded first.
+    AddDevice(Add),
+    /// `out` = `input` summed over dimension `dim` (`out` has one dimension less).
+    SumDevice {
+        out: String,
+        input: String,
+        dim: usize,
+    },
+}
+
+/// The fields of `add_host` and `add_device`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Add {
+    out: String,
+    #[serde(default)]
+    inputs: Vec<String>,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// A checked compute step; buffers are slots.
+#[derive(Clone, Debug)]
+pub enum Op {
+    FillHost {
+        buffer: usize,
+        value: Expr,
+    },
+    FillDevice {
+        buffer: usize,
+        value: Expr,
+    },
+    AddHost {
+        out: usize,
+        inputs: Vec<usize>,
+        value: Option<Expr>,
+    },
+    AddDevice {
+        out: usize,
+        inputs: Vec<usize>,
+        constant: i64,
+    },
+    SumDevice {
+        out: usize,
+        input: usize,
+        dim: usize,
+    },
+}
+
+impl Op {
+    /// The slots a device kernel writes or reads, to check support before running.
+    pub fn kernel_slots(&self) -> Vec<usize> {
+        match self {
+            Op::FillHost { .. } | Op::AddHost { .. } => Vec::new(),
+            Op::FillDevice { buffer, .. } => vec![*buffer],
+            Op::AddDevice { out, inputs, .. } => {
+                std::iter::once(*out).chain(inputs.clone()).collect()
+            }
+            Op::SumDevice { out, input, .. } => vec![*out, *input],
+        }
+    }
+}
+
+/// Why the device cannot run kernels on one of `elems`, if it cannot.
+pub fn unsupported(ctx: &Context, elems: &[ElemType]) -> Option<String> {
+    elems
+        .iter()
+        .find_map(|e| ctx.kernel_supports(*e).err())
+        .map(|e| e.to_string())
+}
+
+pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
+    Ok(match step {
+        Step::FillHost { buffer, value } => {
+            let b = p.buf(buffer)?;
+            p.needs_host(b, "buffer")?;
+            Op::FillHost {
+                buffer: b,
+                value: p.value("value", b, value)?,
+            }
+        }
+        Step::FillDevice { buffer, value } => {
+            let b = p.buf(buffer)?;
+            Op::FillDevice {
+                buffer: b,
+                value: p.value("value", b, value)?,
+            }
+        }
+        Step::AddHost(add) => {
+            let (out, inputs, value) = plan_add(add, p, true)?;
+            Op::AddHost { out, inputs, value }
+        }
+        Step::AddDevice(add) => {
+            let (out, inputs, value) = plan_add(add, p, false)?;
+            let constant = match &value {
+                None => 0,
+                Some(v) => v.is_constant().ok_or_else(|| {
+                    p.err(format!(
+                        "field value: '{}': the device adds a constant only; fill a buffer with the expression and add it as an input",
+                        add.value.as_deref().unwrap_or("")
+                    ))
+                })?,
+            };
+            Op::AddDevice {
+                out,
+                inputs,
+                constant,
+            }
+        }
+        Step::SumDevice { out, input, dim } => {
+            let (o, i) = (p.buf(out)?, p.buf(input)?);
+            if i == o {
+                return Err(p.err("input and output are the same buffer"));
+            }
+            Op::SumDevice {
+                out: o,
+                input: i,
+                dim: *dim,
+            }
+        }
+    })
+}
+
+/// Checks an add's buffers; on the host they need host memory, on the device
+/// an input may not be the output.
+fn plan_add(
+    add: &Add,
+    p: &Planner,
+    host: bool,
+) -> Result<(usize, Vec<usize>, Option<Expr>), CaseError> {
+    let o = p.buf(&add.out)?;
+    if host {
+        p.needs_host(o, "buffer")?;
+    }
+    let mut inputs = Vec::new();
+    for name in &add.inputs {
+        let b = p.buf(name)?;
+        if host {
+            p.needs_host(b, "input")?;
+        } else if b == o || inputs.contains(&b) {
+            return Err(p.err(format!(
+                "input {name} is named twice or is the output; write an in-place add without inputs"
+            )));
+        }
+        let (nb, no) = (p.slots[b].dims.len(), p.slots[o].dims.len());
+        if host && nb != no {
+            return Err(p.err(format!(
+                "input {name} has {nb} dimensions, {} has {no}",
+                add.out
+            )));
+        }
+        inputs.push(b);
+    }
+    if inputs.is_empty() && add.value.is_none() {
+        return Err(p.err("give `inputs`, `value` or both"));
+    }
+    let value = match &add.value {
+        Some(v) => Some(p.value("value", o, v)?),
+        None => None,
+    };
+    Ok((o, inputs, value))
+}
+
+pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    let ctx = s.ctx;
+    match op {
+        Op::FillHost { buffer, value } => {
+            let f = value.compile();
+            s.get_mut(*buffer)?.fill(|c| f.eval(c))?;
+        }
+        Op::FillDevice { buffer, value } => {
+            let b = s.get_mut(*buffer)?;
+            supported(ctx, b)?;
+            ctx.kernel_fill(b, value)?;
+        }
+        Op::AddHost { out, inputs, value } => {
+            // Without inputs the add is in place, as on the device.
+            let inputs = if inputs.is_empty() {
+                vec![*out]
+            } else {
+                inputs.clone()
+            };
+            add_host(s, *out, &inputs, value.as_ref())?;
+        }
+        Op::AddDevice {
+            out,
+            inputs,
+            constant,
+        } => add_device(s, *out, inputs, *constant)?,
+        Op::SumDevice { out, input, dim } => {
+            let mut i = s.take(*input)?;
+            let result = s.get_mut(*out).and_then(|o| {
+                supported(ctx, o)?;
+                ctx.kernel_sum(o, &mut i, *dim).map_err(StepError::Runtime)
+            });
+            s.put(*input, i);
+            result?;
+        }
+    }
+    Ok(())
+}
+
+/// Skips the case when the device cannot run kernels on the buffer's element type.
+fn supported(ctx: &Context, b: &Buffer) -> Result<(), StepError> {
+    ctx.kernel_supports(b.elem())
+        .map_err(|e| StepError::Unsupported(e.to_string()))
+}
+
+fn add_device(s: &mut State, out: usize, inputs: &[usize], constant: i64) -> Result<(), StepError> {
+    // Take the buffers out of their slots for disjoint borrows; put them back.
+    let mut o = s.take(out)?;
+    let mut ins = Vec::new();
+    for &i in inputs {
+        match s.take(i) {
+            Ok(b) => ins.push((i, b)),
+            Err(e) => {
+                s.put(out, o);
+                for (j, b) in ins {
+                    s.put(j, b);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let ctx = s.ctx;
+    let result = supported(ctx, &o).and_then(|()| {
+        let mut refs: Vec<&mut Buffer> = ins.iter_mut().map(|(_, b)| b).collect();
+        ctx.kernel_add(&mut o, &mut refs, constant)
+            .map_err(StepError::Runtime)
+    });
+    s.put(out, o);
+    for (j, b) in ins {
+        s.put(j, b);
+    }
+    result
+}
+
+/// `out(c) = sum of inputs(c) + value(c)` on the host. Values are read first and
+/// written after, so an input may share memory with `out`.
+fn add_host(
+    s: &mut State,
+    out: usize,
+    inputs: &[usize],
+    value: Option<&Expr>,
+) -> Result<(), StepError> {
+    let value = value.map(|v| v.compile());
+    let mut sums = Vec::new();
+    {
+        let o = s.get(out)?;
+        let mut readers = Vec::new();
+        for &i in inputs {
+            let b = s.get(i)?;
+            if b.device_dirty {
+                return Err(StepError::Check(format!(
+                    "add_host: input {} is device-dirty: its host memory is stale (copy_to_host first)",
+                    b.name()
+                )));
+            }
+            let h = b
+                .host_view()
+                .ok_or_else(|| StepError::Runtime(Error::HostIsNull(b.name().to_owned())))?;
+            readers.push((
+                b,
+                h.memory.read().unwrap_or_else(|p| p.into_inner()),
+                h.offset,
+            ));
+        }
+        let mut outside = None;
+        o.for_each_element(|c, _| {
+            let mut v = value.as_ref().map_or(0, |f| f.eval(c));
+            for (b, mem, base) in &readers {
+                match b.offset_of(c) {
+                    Some(off) => {
+                        let at = base + off as usize * b.elem().bytes();
+                        v = v.wrapping_add(match b.elem().load(&mem[at..]) {
+                            Value::Int(i) => i,
+                            Value::Float(f) => f as i64,
+                        });
+                    }
+                    None => {
+                        if outside.is_none() {
+                            outside = Some(format!("{c:?} is outside input {}", b.name()));
+                        }
+                    }
+                }
+            }
+            sums.push(v);
+        });
+        if let Some(m) = outside {
+            return Err(StepError::Check(format!("add_host: {m}")));
+        }
+    }
+    let o = s.get_mut(out)?;
+    let mut next = sums.into_iter();
+    o.fill(|_| next.next().unwrap_or(0))
+        .map_err(StepError::Runtime)
+}

@@ -1,0 +1,128 @@
+//! Memory steps: device allocation and release, dirty bits, and the
+//! allocator's housekeeping.
+
+use serde::Deserialize;
+
+use crate::error::CaseError;
+use crate::steps::planner::Planner;
+use crate::steps::state::{State, StepError};
+
+/// The memory steps as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Device memory of `size_in_bytes`, zero-filled; dirty bits unchanged.
+    DeviceMalloc(String),
+    /// Frees device memory; clears `device_dirty`.
+    DeviceFree(String),
+    /// Drops a buffer, crop, slice or view (through `device_free`, as Halide's
+    /// `Buffer` destructor does); memory other views use stays.
+    Release(String),
+    /// Sets the dirty bits that are given.
+    SetDirty {
+        buffer: String,
+        #[serde(default)]
+        host_dirty: Option<bool>,
+        #[serde(default)]
+        device_dirty: Option<bool>,
+    },
+    /// Simulation only: takes all of simulated heap `heap` but `leave` bytes.
+    FillHeap {
+        heap: u32,
+        #[serde(default)]
+        leave: u64,
+    },
+    /// Coalesces free regions and frees empty blocks (Halide's
+    /// `halide_reuse_device_allocations(false)` path).
+    ReleaseUnused,
+    /// Halide's `device_release`: frees unused blocks and the kernel pipelines.
+    DeviceRelease,
+}
+
+/// A checked memory step; buffers are slots.
+#[derive(Clone, Debug)]
+pub enum Op {
+    DeviceMalloc(usize),
+    DeviceFree(usize),
+    Release(usize),
+    SetDirty {
+        buffer: usize,
+        host_dirty: Option<bool>,
+        device_dirty: Option<bool>,
+    },
+    FillHeap {
+        heap: u32,
+        leave: u64,
+    },
+    ReleaseUnused,
+    DeviceRelease,
+}
+
+pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
+    Ok(match step {
+        Step::DeviceMalloc(b) => Op::DeviceMalloc(p.buf(b)?),
+        Step::DeviceFree(b) => Op::DeviceFree(p.buf(b)?),
+        Step::Release(b) => {
+            let i = p.buf(b)?;
+            p.slots[i].released = true;
+            Op::Release(i)
+        }
+        Step::SetDirty {
+            buffer,
+            host_dirty,
+            device_dirty,
+        } => {
+            if host_dirty.is_none() && device_dirty.is_none() {
+                return Err(p.err(format!(
+                    "give `host_dirty`, `device_dirty` or both for {buffer}"
+                )));
+            }
+            Op::SetDirty {
+                buffer: p.buf(buffer)?,
+                host_dirty: *host_dirty,
+                device_dirty: *device_dirty,
+            }
+        }
+        Step::FillHeap { heap, leave } => Op::FillHeap {
+            heap: *heap,
+            leave: *leave,
+        },
+        Step::ReleaseUnused => Op::ReleaseUnused,
+        Step::DeviceRelease => Op::DeviceRelease,
+    })
+}
+
+pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    let ctx = s.ctx;
+    match op {
+        Op::DeviceMalloc(b) => ctx.device_malloc(s.get_mut(*b)?)?,
+        Op::DeviceFree(b) => ctx.device_free(s.get_mut(*b)?)?,
+        Op::Release(b) => {
+            ctx.device_free(s.get_mut(*b)?)?;
+            s.drop_slot(*b);
+        }
+        Op::SetDirty {
+            buffer,
+            host_dirty,
+            device_dirty,
+        } => {
+            let b = s.get_mut(*buffer)?;
+            if let Some(h) = host_dirty {
+                b.host_dirty = *h;
+            }
+            if let Some(d) = device_dirty {
+                b.device_dirty = *d;
+            }
+        }
+        Op::FillHeap { heap, leave } => {
+            ctx.fill_heap(*heap, *leave)?;
+        }
+        Op::ReleaseUnused => {
+            ctx.release_unused();
+        }
+        Op::DeviceRelease => {
+            ctx.device_release();
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,350 @@
+//! The step vocabulary. Each family of steps is one module that owns the
+//! steps' YAML form, their check (planning) and their run on a context:
+//!
+//! | module | steps |
+//! |---|---|
+//! | [`memory`] | `device_malloc device_free release set_dirty fill_heap release_unused device_release` |
+//! | [`copies`] | `copy_to_device copy_to_host buffer_copy` |
+//! | [`views`] | `crop slice view view_no_host` |
+//! | [`compute`] | `fill_host fill_device add_host add_device sum_device` |
+//! | [`checks`] | `expect expect_flags expect_counters expect_memory` |
+//! | [`measure`] | `measure profiling` |
+//! | [`control`] | `repeat when expect_error` |
+//!
+//! A step's name is its serde name in its family's `Step` enum; this module
+//! finds the family by name, so adding a step is an edit of its family (and of
+//! `cases/README.md`).
+
+pub mod bind;
+pub mod checks;
+pub mod compute;
+pub mod control;
+pub mod copies;
+pub mod measure;
+pub mod memory;
+pub mod planner;
+pub mod state;
+pub mod views;
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde::de::value::{StrDeserializer, UnitDeserializer};
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess,
+    VariantAccess, Visitor,
+};
+use serde_saphyr::Spanned;
+
+use crate::error::CaseError;
+use crate::names;
+use planner::Planner;
+use state::{State, StepError};
+
+/// One step as written: its name and its family's fields.
+#[derive(Debug)]
+pub struct Step {
+    pub name: &'static str,
+    pub body: Body,
+}
+
+/// A step's fields, by family.
+#[derive(Debug)]
+pub enum Body {
+    Memory(memory::Step),
+    Copies(copies::Step),
+    Views(views::Step),
+    Compute(compute::Step),
+    Checks(checks::Step),
+    Measure(measure::Step),
+    Control(control::Step<Step>),
+}
+
+/// Runs `$then!(Variant, Type)` for every family.
+macro_rules! for_each_family {
+    ($then:ident) => {
+        $then!(Memory, memory::Step);
+        $then!(Copies, copies::Step);
+        $then!(Views, views::Step);
+        $then!(Compute, compute::Step);
+        $then!(Checks, checks::Step);
+        $then!(Measure, measure::Step);
+        $then!(Control, control::Step<Step>);
+    };
+}
+
+/// Every step name, for error messages.
+pub fn step_names() -> &'static [&'static str] {
+    static ALL: OnceLock<Vec<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = Vec::new();
+        macro_rules! add {
+            ($v:ident, $t:ty) => {
+                all.extend(names::variants::<$t>());
+            };
+        }
+        for_each_family!(add);
+        all
+    })
+}
+
+/// The step `name` with fields read from `value`.
+fn body_from<'de, D: Deserializer<'de>>(name: &str, value: D) -> Result<Step, D::Error> {
+    macro_rules! try_family {
+        ($v:ident, $t:ty) => {
+            if let Some(n) = names::variants::<$t>().iter().find(|n| **n == name) {
+                let body = <$t>::deserialize(Variant { name, value })?;
+                return Ok(Step {
+                    name: n,
+                    body: Body::$v(body),
+                });
+            }
+        };
+    }
+    for_each_family!(try_family);
+    Err(de::Error::unknown_variant(name, step_names()))
+}
+
+impl<'de> Deserialize<'de> for Step {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StepVisitor)
+    }
+}
+
+struct StepVisitor;
+
+impl<'de> Visitor<'de> for StepVisitor {
+    type Value = Step;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a step: `name: fields`, or a name alone for a step without fields")
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<Step, E> {
+        body_from(name, UnitDeserializer::<E>::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Step, A::Error> {
+        let name: String = map
+            .next_key()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let step = map.next_value_seed(Named(&name))?;
+        if let Some(second) = map.next_key::<String>()? {
+            return Err(de::Error::custom(format!(
+                "a step has one name; `{second}` follows `{name}` (start a new step with `-`)"
+            )));
+        }
+        Ok(step)
+    }
+}
+
+/// The fields of the step named `.0`.
+struct Named<'n>(&'n str);
+
+impl<'de> DeserializeSeed<'de> for Named<'_> {
+    type Value = Step;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Step, D::Error> {
+        body_from(self.0, d)
+    }
+}
+
+/// Presents a name and its fields to a family's derived `Deserialize` as one
+/// externally tagged enum value.
+struct Variant<'n, D> {
+    name: &'n str,
+    value: D,
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Variant<'_, D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        v.visit_enum(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de, 'n, D: Deserializer<'de>> EnumAccess<'de> for Variant<'n, D> {
+    type Error = D::Error;
+    type Variant = Fields<D>;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Fields<D>), D::Error> {
+        let name: StrDeserializer<'n, D::Error> = self.name.into_deserializer();
+        Ok((seed.deserialize(name)?, Fields(self.value)))
+    }
+}
+
+struct Fields<D>(D);
+
+impl<'de, D: Deserializer<'de>> VariantAccess<'de> for Fields<D> {
+    type Error = D::Error;
+
+    fn unit_variant(self) -> Result<(), D::Error> {
+        <()>::deserialize(self.0)
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, D::Error> {
+        seed.deserialize(self.0)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_tuple(len, v)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_struct("step", fields, v)
+    }
+}
+
+/// One checked step, with where it was written.
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub line: u64,
+    pub column: u64,
+    /// The loop variables' values (`t = 3`), for messages; empty outside loops.
+    pub iteration: String,
+    pub kind: OpKind,
+}
+
+/// What a checked step does, by family.
+#[derive(Clone, Debug)]
+pub enum OpKind {
+    Memory(memory::Op),
+    Copies(copies::Op),
+    Views(views::Op),
+    Compute(compute::Op),
+    Checks(checks::Op),
+    Measure(measure::Op),
+    /// The step must fail with the runtime error of that name.
+    ExpectError {
+        error: String,
+        op: Box<Op>,
+    },
+}
+
+impl Op {
+    /// Where the step was written, for messages: `line 12` or `line 12 (t = 3)`.
+    pub fn place(&self) -> String {
+        if self.iteration.is_empty() {
+            format!("line {}", self.line)
+        } else {
+            format!("line {} ({})", self.line, self.iteration)
+        }
+    }
+
+    /// The slots a device kernel of this step reads or writes.
+    pub fn kernel_slots(&self) -> Vec<usize> {
+        match &self.kind {
+            OpKind::Compute(c) => c.kernel_slots(),
+            OpKind::ExpectError { op, .. } => op.kernel_slots(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Plans `steps` in order, expanding repeats, and appends them to `out`.
+pub fn plan(steps: &[Spanned<Step>], p: &mut Planner, out: &mut Vec<Op>) -> Result<(), CaseError> {
+    for step in steps {
+        plan_one(step, p, out)?;
+    }
+    Ok(())
+}
+
+fn plan_one(step: &Spanned<Step>, p: &mut Planner, out: &mut Vec<Op>) -> Result<(), CaseError> {
+    p.enter(&step.referenced, step.value.name)?;
+    let kind = match &step.value.body {
+        Body::Memory(s) => OpKind::Memory(memory::plan(s, p)?),
+        Body::Copies(s) => OpKind::Copies(copies::plan(s, p)?),
+        Body::Views(s) => OpKind::Views(views::plan(s, p)?),
+        Body::Compute(s) => OpKind::Compute(compute::plan(s, p)?),
+        Body::Checks(s) => OpKind::Checks(checks::plan(s, p)?),
+        Body::Measure(s) => OpKind::Measure(measure::plan(s, p)?),
+        Body::Control(c) => return plan_control(c, p, out),
+    };
+    out.push(op_here(p, kind));
+    Ok(())
+}
+
+fn op_here(p: &Planner, kind: OpKind) -> Op {
+    let (line, column) = p.at();
+    Op {
+        line,
+        column,
+        iteration: p.loops.describe(),
+        kind,
+    }
+}
+
+fn plan_control(
+    c: &control::Step<Step>,
+    p: &mut Planner,
+    out: &mut Vec<Op>,
+) -> Result<(), CaseError> {
+    match c {
+        control::Step::Repeat(r) => {
+            let range = control::range(r, p)?;
+            p.loops.push(&r.var, range.start);
+            for i in range {
+                p.loops.set_last(i);
+                plan(&r.steps, p, out)?;
+            }
+            p.loops.pop();
+        }
+        control::Step::When(w) => {
+            if control::holds(w, p)? {
+                plan(&w.steps, p, out)?;
+            }
+        }
+        control::Step::ExpectError { error, step } => {
+            control::check_error(error, p)?;
+            let (line, column) = p.at();
+            let mut inner = Vec::new();
+            plan_one(step, p, &mut inner)?;
+            let [op] = <[Op; 1]>::try_from(inner)
+                .map_err(|_| p.err("expect_error holds one step, not a repeat or when"))?;
+            out.push(Op {
+                line,
+                column,
+                iteration: p.loops.describe(),
+                kind: OpKind::ExpectError {
+                    error: error.clone(),
+                    op: Box::new(op),
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs one checked step.
+pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    match &op.kind {
+        OpKind::Memory(o) => memory::run(o, s),
+        OpKind::Copies(o) => copies::run(o, s),
+        OpKind::Views(o) => views::run(o, s),
+        OpKind::Compute(o) => compute::run(o, s),
+        OpKind::Checks(o) => checks::run(o, s),
+        OpKind::Measure(o) => measure::run(o, s),
+        OpKind::ExpectError { error, op: inner } => match run(inner, s) {
+            Ok(()) => Err(StepError::Check(format!(
+                "expect_error: the step succeeded; expected error {error}"
+            ))),
+            Err(StepError::Runtime(e)) if e.name() == error => Ok(()),
+            Err(e) => Err(StepError::Check(format!(
+                "expect_error: expected {error}, got: {e}"
+            ))),
+        },
+    }
+}

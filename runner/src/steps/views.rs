@@ -1,0 +1,186 @@
+//! View steps: crops, slices, strided views and views without host memory,
+//! all sharing the memory of the buffer they are made from.
+
+use serde::Deserialize;
+
+use crate::error::CaseError;
+use crate::rt::{Dim, MAX_DIMS};
+use crate::steps::bind::Int;
+use crate::steps::planner::Planner;
+use crate::steps::state::{State, StepError};
+
+/// The view steps as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Makes `to`, a view of the box `min`..`min + extent` of `from`.
+    Crop {
+        from: String,
+        to: String,
+        min: Vec<Int>,
+        extent: Vec<Int>,
+    },
+    /// Makes `to`, a view of `from` with dimension `dim` fixed at `pos`.
+    Slice {
+        from: String,
+        to: String,
+        dim: usize,
+        pos: Int,
+    },
+    /// Makes `to`, a view of any shape over `from`'s memory: `from`'s element `at`
+    /// is `to`'s element at its mins; `stride` in elements of `from`'s memory.
+    View {
+        from: String,
+        to: String,
+        at: Vec<Int>,
+        extent: Vec<Int>,
+        stride: Vec<Int>,
+        #[serde(default)]
+        min: Option<Vec<Int>>,
+    },
+    /// Makes `to`, the same buffer without host memory (a raw `halide_buffer_t` copy
+    /// with `host = null`).
+    ViewNoHost { from: String, to: String },
+}
+
+/// A checked view step; buffers are slots.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Crop {
+        from: usize,
+        to: usize,
+        min: Vec<i64>,
+        extent: Vec<i64>,
+    },
+    Slice {
+        from: usize,
+        to: usize,
+        dim: usize,
+        pos: i64,
+    },
+    View {
+        from: usize,
+        to: usize,
+        at: Vec<i64>,
+        dims: Vec<Dim>,
+    },
+    ViewNoHost {
+        from: usize,
+        to: usize,
+    },
+}
+
+pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
+    Ok(match step {
+        Step::Crop {
+            from,
+            to,
+            min,
+            extent,
+        } => {
+            let f = p.buf(from)?;
+            let n = p.slots[f].dims.len();
+            let min = p.ints("min", min, n)?;
+            let extent = p.ints("extent", extent, n)?;
+            let dims = p.slots[f]
+                .dims
+                .iter()
+                .zip(min.iter().zip(&extent))
+                .map(|(d, (&min, &extent))| Dim {
+                    min,
+                    extent,
+                    stride: d.stride,
+                })
+                .collect();
+            let to = p.new_view(to, f, dims)?;
+            Op::Crop {
+                from: f,
+                to,
+                min,
+                extent,
+            }
+        }
+        Step::Slice { from, to, dim, pos } => {
+            let f = p.buf(from)?;
+            let n = p.slots[f].dims.len();
+            if *dim >= n || n == 1 {
+                return Err(p.err(format!(
+                    "field dim: {dim}, but {from} has {n} dimensions (a slice keeps at least one)"
+                )));
+            }
+            let pos = p.int("pos", pos)?;
+            let mut dims = p.slots[f].dims.clone();
+            dims.remove(*dim);
+            let to = p.new_view(to, f, dims)?;
+            Op::Slice {
+                from: f,
+                to,
+                dim: *dim,
+                pos,
+            }
+        }
+        Step::View {
+            from,
+            to,
+            at,
+            extent,
+            stride,
+            min,
+        } => {
+            let f = p.buf(from)?;
+            let at = p.ints("at", at, p.slots[f].dims.len())?;
+            let n = extent.len();
+            if n == 0 || n > MAX_DIMS {
+                return Err(p.err(format!(
+                    "field extent: {n} dimensions; 1 to {MAX_DIMS} allowed"
+                )));
+            }
+            let extent = p.ints("extent", extent, n)?;
+            let stride = p.ints("stride", stride, n)?;
+            let mins = match min {
+                Some(m) => p.ints("min", m, n)?,
+                None => vec![0; n],
+            };
+            let dims: Vec<Dim> = (0..n)
+                .map(|d| Dim {
+                    min: mins[d],
+                    extent: extent[d],
+                    stride: stride[d],
+                })
+                .collect();
+            let to = p.new_view(to, f, dims.clone())?;
+            Op::View {
+                from: f,
+                to,
+                at,
+                dims,
+            }
+        }
+        Step::ViewNoHost { from, to } => {
+            let f = p.buf(from)?;
+            let dims = p.slots[f].dims.clone();
+            let to = p.new_view(to, f, dims)?;
+            p.slots[to].host = false;
+            Op::ViewNoHost { from: f, to }
+        }
+    })
+}
+
+pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    let (to, view) = match op {
+        Op::Crop {
+            from,
+            to,
+            min,
+            extent,
+        } => (*to, s.get(*from)?.cropped(s.name(*to), min, extent)?),
+        Op::Slice { from, to, dim, pos } => (*to, s.get(*from)?.sliced(s.name(*to), *dim, *pos)?),
+        Op::View { from, to, at, dims } => (
+            *to,
+            s.get(*from)?.strided_view(s.name(*to), at, dims.clone())?,
+        ),
+        Op::ViewNoHost { from, to } => (*to, s.get(*from)?.without_host(s.name(*to))),
+    };
+    s.put(to, view);
+    Ok(())
+}
