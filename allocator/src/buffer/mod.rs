@@ -153,6 +153,30 @@ impl Buffer {
         })
     }
 
+    /// A buffer over host memory the caller provides (what a `halide_buffer_t`'s
+    /// `host` pointer is: a `Vec`, a mapped file, memory at any alignment): `dims`
+    /// describe it, with the element at the mins at byte 0 of `host`. The buffer is
+    /// host-dirty, as its host memory holds its data. Large copies go straight to
+    /// and from this memory where the device can import it.
+    pub fn from_host(name: &str, elem: ElemType, dims: Vec<Dim>, host: HostBytes) -> Result<Self> {
+        check_dims(name, &dims)?;
+        let bytes = span_bytes(elem, &dims)
+            .ok_or_else(|| Error::BadDimensions(format!("{name}: size overflows")))?;
+        if bytes > host.len() as u64 {
+            return Err(Error::BadDimensions(format!(
+                "{name}: the shape spans {bytes} bytes; the host memory has {}",
+                host.len()
+            )));
+        }
+        let mut buf = Buffer::with_dims(name, elem, dims, false)?;
+        buf.host = Some(HostView {
+            memory: Arc::new(RwLock::new(host)),
+            offset: 0,
+        });
+        buf.host_dirty = true;
+        Ok(buf)
+    }
+
     pub(crate) fn from_parts(
         name: &str,
         elem: ElemType,

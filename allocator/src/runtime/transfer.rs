@@ -98,8 +98,13 @@ impl Context {
         self.inner.profile.record(d, bytes, host_ns, gpu_ns);
     }
 
-    /// An imported buffer over `bytes`, when this context copies straight to host memory.
-    fn import(&self, bytes: &crate::buffer::host::HostBytes, role: Role) -> Option<vk::Buffer> {
+    /// An imported buffer over `bytes` and the offset of `bytes[0]` in it, when this
+    /// context copies straight to host memory.
+    fn import(
+        &self,
+        bytes: &crate::buffer::host::HostBytes,
+        role: Role,
+    ) -> Option<(vk::Buffer, u64)> {
         self.inner.host_import.as_ref()?.buffer(bytes, role)
     }
 
@@ -143,10 +148,10 @@ impl Context {
         if plan.bytes() >= IMPORT_MIN_BYTES {
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
-            if let Some(imported) = self.import(&mem, Role::Upload) {
+            if let Some((imported, base)) = self.import(&mem, Role::Upload) {
                 let gpu = self.submit_copy(
                     &plan,
-                    (imported, src.0.offset as u64),
+                    (imported, base + src.0.offset as u64),
                     (dst.0.region.vk_buffer(), dst_off),
                 )?;
                 self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
@@ -192,13 +197,13 @@ impl Context {
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         if plan.bytes() >= IMPORT_MIN_BYTES {
-            if let Some(imported) = self.import(&mem, Role::Readback) {
+            if let Some((imported, base)) = self.import(&mem, Role::Readback) {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
                 let gpu = self.submit_copy(
                     &plan,
                     (src.0.region.vk_buffer(), src_off),
-                    (imported, dst.0.offset as u64),
+                    (imported, base + dst.0.offset as u64),
                 )?;
                 self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
                 return Ok(());

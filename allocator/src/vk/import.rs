@@ -2,9 +2,12 @@
 //! device-visible memory, so the GPU copies to and from it directly, with no
 //! staging buffer and no CPU copy.
 //!
-//! Importing pins the pages, which costs about as much as a large copy, so an
-//! import is kept until its host memory is freed (as `cudaHostRegister` would be)
-//! and later copies of the same memory reuse it.
+//! Any host memory can be imported: the import covers the page range around it
+//! (start rounded down, end rounded up to `minImportedHostPointerAlignment`), and
+//! copies address the bytes inside. Importing pins the pages, which costs about
+//! as much as a large copy, so an import is kept until its host memory is freed
+//! (as `cudaHostRegister` would be) and later copies of the same memory reuse it.
+//! Two allocations that share a page get an import each.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,15 +25,24 @@ struct Import {
     buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     size: u64,
+    /// Bytes from the start of the import to the allocation's first byte.
+    offset: u64,
 }
 
-/// The imports of one context, by host address and size.
+/// The page range around `len` bytes at `addr`: its start and length.
+fn page_range(addr: usize, len: usize, alignment: usize) -> (usize, usize) {
+    let start = addr / alignment * alignment;
+    let end = (addr + len.max(1)).next_multiple_of(alignment);
+    (start, end - start)
+}
+
+/// The imports of one context, by host allocation.
 pub(crate) struct HostImport {
     device: Arc<DeviceShared>,
     fns: ash::ext::external_memory_host::Device,
     /// `minImportedHostPointerAlignment`, bytes.
     alignment: u64,
-    imports: Mutex<HashMap<(usize, u64), Import>>,
+    imports: Mutex<HashMap<u64, Import>>,
 }
 
 impl HostImport {
@@ -46,7 +58,7 @@ impl HostImport {
     }
 
     /// Frees the import of host memory at `key`, if there is one.
-    fn release(&self, key: (usize, u64)) {
+    fn release(&self, key: u64) {
         let i = self
             .imports
             .lock()
@@ -68,26 +80,30 @@ impl HostImport {
         self.device.stats.memory_freed(i.size);
     }
 
-    /// A buffer over all of `bytes` (the page-aligned allocation) that the GPU can
-    /// copy to and from, imported now or earlier; None when the memory is not
-    /// aligned for import or the import fails (the copy then stages).
-    pub(crate) fn buffer(self: &Arc<Self>, bytes: &HostBytes, role: Role) -> Option<vk::Buffer> {
-        let size = bytes.capacity() as u64;
-        let ptr = bytes.as_ptr();
-        if !(ptr as u64).is_multiple_of(self.alignment) || !size.is_multiple_of(self.alignment) {
-            return None;
-        }
-        let key = (ptr as usize, size);
+    /// A buffer that the GPU can copy to and from, over the pages of `bytes`, and
+    /// the offset in it of `bytes[0]`; imported now or earlier. None when the
+    /// import fails (the copy then stages).
+    pub(crate) fn buffer(
+        self: &Arc<Self>,
+        bytes: &HostBytes,
+        role: Role,
+    ) -> Option<(vk::Buffer, u64)> {
+        let key = bytes.id();
         if let Some(i) = self
             .imports
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
         {
-            return Some(i.buffer);
+            return Some((i.buffer, i.offset));
         }
-        let import = self.try_import(ptr, size, role).ok()?;
-        let buffer = import.buffer;
+        let addr = bytes.as_ptr() as usize;
+        let (start, size) = page_range(addr, bytes.len(), self.alignment as usize);
+        let mut import = self
+            .try_import(start as *const u8, size as u64, role)
+            .ok()?;
+        import.offset = (addr - start) as u64;
+        let found = (import.buffer, import.offset);
         self.imports
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -99,7 +115,7 @@ impl HostImport {
                 imp.release(key);
             }
         }));
-        Some(buffer)
+        Some(found)
     }
 
     fn try_import(&self, ptr: *const u8, size: u64, role: Role) -> Result<Import> {
@@ -177,6 +193,7 @@ impl HostImport {
             buffer,
             memory,
             size,
+            offset: 0,
         };
         // SAFETY: the memory type is allowed by the buffer's requirements; offset 0.
         if let Err(e) = unsafe { s.raw.bind_buffer_memory(buffer, memory, 0) } {
@@ -203,5 +220,19 @@ impl Drop for HostImport {
         for (_, i) in imports {
             self.free(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_range;
+
+    #[test]
+    fn page_ranges_cover_the_bytes() {
+        assert_eq!(page_range(4096, 4096, 4096), (4096, 4096));
+        assert_eq!(page_range(4096 + 16, 4096, 4096), (4096, 8192));
+        assert_eq!(page_range(8191, 1, 4096), (4096, 4096));
+        assert_eq!(page_range(8191, 2, 4096), (4096, 8192));
+        assert_eq!(page_range(12288, 0, 4096), (12288, 4096));
     }
 }

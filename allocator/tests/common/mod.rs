@@ -12,8 +12,12 @@ pub fn validation_installed() -> bool {
 }
 
 /// A context on the default device, or None (with a note) where this machine has
-/// no Vulkan; with `CI` set, a missing device fails the test instead.
-pub fn context(options: ContextOptions) -> Option<Context> {
+/// no Vulkan; with `CI` set, a missing device fails the test instead. With
+/// `VKCOPY_VALIDATION=1` (as `scripts/test.sh` sets it) the validation layer is on.
+pub fn context(mut options: ContextOptions) -> Option<Context> {
+    if std::env::var("VKCOPY_VALIDATION").is_ok_and(|v| v.trim() == "1") {
+        options.validation = true;
+    }
     match Context::new(options) {
         Ok(c) => Some(c),
         Err(e @ (Error::LoaderMissing(_) | Error::NoDevice))
