@@ -71,6 +71,11 @@ pub struct BufferSpec {
     /// Whether the buffer has host memory; default true.
     #[serde(default = "yes")]
     pub host: bool,
+    /// The host memory is the caller's (a `Vec`), its first byte this many bytes
+    /// past a page boundary (0 to 4095; glibc's `malloc` gives large blocks at 16).
+    /// Default: host memory that vkcopy allocates, page-aligned.
+    #[serde(default)]
+    pub host_offset: Option<u64>,
 }
 
 fn yes() -> bool {

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use crate::outcome::{Outcome, PlacementRecord, Status};
-use crate::plan::{CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{Buffer, Context, ContextOptions};
+use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
+use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes};
 use crate::selection;
 use crate::steps::state::{State, StepError};
 use crate::steps::{self};
@@ -79,12 +79,30 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     out
 }
 
+/// A declared buffer: host memory of zeros, vkcopy's own or (with `host_offset`)
+/// a vector placed that many bytes past a page boundary, as a caller's would be.
+fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
+    let Some(offset) = d.host_offset else {
+        return Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host);
+    };
+    const PAGE: usize = 4096;
+    let bytes = span_bytes(d.elem, &d.dims).unwrap_or(0) as usize;
+    let v = vec![0u8; bytes + 2 * PAGE];
+    let addr = v.as_ptr() as usize;
+    let start = addr.next_multiple_of(PAGE) + offset as usize - addr;
+    let host = HostBytes::from_vec_range(v, start..start + bytes)
+        .ok_or_else(|| Error::BadDimensions(format!("{}: host memory", d.name)))?;
+    let mut b = Buffer::from_host(&d.name, d.elem, d.dims.clone(), host)?;
+    // Zeros, like any new buffer: nothing to upload yet.
+    b.host_dirty = false;
+    Ok(b)
+}
+
 /// Runs the steps; on the first that fails, says whether the case failed or is
 /// skipped (the device lacks a feature), and why.
 fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, String)> {
     for (i, d) in plan.buffers.iter().enumerate() {
-        let b = Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host)
-            .map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name)))?;
+        let b = new_buffer(d).map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name)))?;
         state.put(i, b);
     }
     for op in &plan.ops {

@@ -19,6 +19,8 @@ pub struct BufferDecl {
     pub elem: ElemType,
     pub dims: Vec<Dim>,
     pub host: bool,
+    /// Caller host memory this many bytes past a page boundary.
+    pub host_offset: Option<u64>,
 }
 
 /// A case that runs on a device.
@@ -248,11 +250,23 @@ fn buffer(name: &str, s: &BufferSpec) -> Result<BufferDecl, String> {
         d.stride = st;
     }
     check_size(elem, &dims)?;
+    match s.host_offset {
+        Some(o) if o >= 4096 => {
+            return Err(format!(
+                "field host_offset: {o}; an offset from a page boundary is 0 to 4095"
+            ))
+        }
+        Some(_) if !s.host => {
+            return Err("field host_offset: the buffer has no host memory (host: false)".into())
+        }
+        _ => {}
+    }
     Ok(BufferDecl {
         name: name.to_owned(),
         elem,
         dims,
         host: s.host,
+        host_offset: s.host_offset,
     })
 }
 

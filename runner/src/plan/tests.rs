@@ -180,3 +180,12 @@ fn repeat_errors_are_located_and_bounded() {
         "{e}"
     );
 }
+
+#[test]
+fn host_offset_is_checked() {
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4], host_offset: 4096 }\nsteps:\n  - copy_to_host: g\n");
+    assert!(e.contains("bad.yaml:3:"), "{e}");
+    assert!(e.contains("field host_offset: 4096"), "{e}");
+    let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4], host: false, host_offset: 16 }\nsteps:\n  - copy_to_host: g\n");
+    assert!(e.contains("no host memory"), "{e}");
+}
