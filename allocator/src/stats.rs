@@ -110,6 +110,8 @@ pub struct Stats {
     /// modules and pipelines (one each per cached kernel), and layouts.
     kept_kernels: AtomicU64,
     kept_layouts: AtomicU64,
+    /// Command buffers and fences (one each per lane) the context's submitter keeps.
+    kept_commands: AtomicU64,
     device_memory_bytes: AtomicU64,
     device_memory_peak_bytes: AtomicU64,
     placements: Mutex<std::collections::VecDeque<Placement>>,
@@ -171,6 +173,11 @@ impl Stats {
         self.kept_layouts.store(layouts, Ordering::Relaxed);
     }
 
+    /// How many command buffers and fences (one each per lane) the submitter holds.
+    pub(crate) fn commands_kept(&self, lanes: u64) {
+        self.kept_commands.store(lanes, Ordering::Relaxed);
+    }
+
     pub(crate) fn memory_allocated(&self, bytes: u64) {
         self.device_memories.inc();
         let now = self.device_memory_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
@@ -224,9 +231,10 @@ impl Stats {
         check("VkBuffers", self.buffers.live(), 0);
         check("VkDeviceMemory", self.device_memories.live(), 0);
         check("mappings", self.mappings.live(), 0);
-        check("command pools", self.command_pools.live(), 1);
-        check("command buffers", self.command_buffers.live(), 1);
-        check("fences", self.fences.live(), 1);
+        let lanes = self.kept_commands.load(Ordering::Relaxed);
+        check("command pools", self.command_pools.live(), lanes.min(1));
+        check("command buffers", self.command_buffers.live(), lanes);
+        check("fences", self.fences.live(), lanes);
         let kernels = self.kept_kernels.load(Ordering::Relaxed);
         let layouts = self.kept_layouts.load(Ordering::Relaxed);
         check("VkShaderModules", self.shader_modules.live(), kernels);

@@ -80,8 +80,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// Coordinates: `x, y, z, w, d4 .. d15`.
-pub const MAX_DIMS: usize = 16;
+/// Coordinate names there can be: one per buffer dimension.
+pub use vkcopy::MAX_DIMS;
 
 /// How deep parentheses and argument lists may nest: the parser recurses once
 /// per level.

@@ -14,6 +14,7 @@ use crate::memory::policy::Policy;
 use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile};
 use crate::runtime::options::ContextOptions;
+use crate::runtime::staging::Staging;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     pub(crate) pipelines: PipelineCache,
     /// Host imports, when the device has the extension and copies may use them.
     pub(crate) host_import: Option<Arc<HostImport>>,
+    /// Staging chunks, reused by every copy; dropped before the submitter.
+    pub(crate) staging: Staging,
     pub(crate) submitter: Submitter,
     pub(crate) profile: Profile,
     pub(crate) allocator: Arc<Allocator>,
@@ -89,6 +92,7 @@ impl Context {
             inner: Arc::new(Inner {
                 pipelines: PipelineCache::new(&device),
                 host_import: import.then(|| HostImport::new(&device)).flatten(),
+                staging: Staging::default(),
                 submitter,
                 profile: Profile::default(),
                 allocator,
@@ -144,10 +148,12 @@ impl Context {
         self.inner.device.emulate
     }
 
-    /// Coalesces free regions, destroys their cached buffers and frees empty blocks
-    /// (Halide's `halide_vulkan_release_unused_device_allocations`). Returns the
-    /// number of blocks freed.
+    /// Gives back the staging chunks, coalesces free regions, destroys their cached
+    /// buffers and frees empty blocks (Halide's
+    /// `halide_vulkan_release_unused_device_allocations`). Returns the number of
+    /// blocks freed.
     pub fn release_unused(&self) -> usize {
+        self.inner.staging.release();
         self.inner.allocator.release_unused()
     }
 

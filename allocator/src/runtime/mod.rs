@@ -8,4 +8,5 @@ pub(crate) mod dispatch;
 mod malloc;
 pub(crate) mod options;
 pub(crate) mod plan;
+mod staging;
 mod transfer;

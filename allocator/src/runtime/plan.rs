@@ -214,6 +214,29 @@ impl CopyPlan {
         }
     }
 
+    /// The chunks' `(src_offset, dst_offset)`, in the order of [`CopyPlan::for_each_chunk`].
+    pub(crate) fn chunk_offsets(&self) -> ChunkOffsets<'_> {
+        ChunkOffsets {
+            plan: self,
+            idx: vec![0; self.dims.len()],
+            at: (self.src_begin, self.dst_begin),
+            left: self.chunks(),
+        }
+    }
+
+    /// Whether no two chunks write the same destination byte (so they may be
+    /// copied in any order, or at once).
+    pub(crate) fn dst_disjoint(&self) -> bool {
+        let mut span = self.chunk;
+        for d in &self.dims {
+            if d.dst_stride < span {
+                return false;
+            }
+            span += (d.extent - 1) * d.dst_stride;
+        }
+        true
+    }
+
     /// Highest source byte touched, exclusive.
     pub(crate) fn src_end(&self) -> u64 {
         if self.chunks() == 0 {
@@ -249,6 +272,38 @@ impl CopyPlan {
             let (s, d) = (s as usize, d as usize);
             dst[d..d + c].copy_from_slice(&src[s..s + c]);
         });
+    }
+}
+
+/// Iterator of [`CopyPlan::chunk_offsets`].
+pub(crate) struct ChunkOffsets<'a> {
+    plan: &'a CopyPlan,
+    idx: Vec<u64>,
+    at: (u64, u64),
+    left: u64,
+}
+
+impl Iterator for ChunkOffsets<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let here = self.at;
+        for (k, d) in self.plan.dims.iter().enumerate() {
+            self.idx[k] += 1;
+            self.at.0 += d.src_stride;
+            self.at.1 += d.dst_stride;
+            if self.idx[k] < d.extent {
+                break;
+            }
+            self.at.0 -= d.src_stride * d.extent;
+            self.at.1 -= d.dst_stride * d.extent;
+            self.idx[k] = 0;
+        }
+        Some(here)
     }
 }
 

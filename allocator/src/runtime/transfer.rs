@@ -117,7 +117,15 @@ impl Context {
         }
     }
 
-    /// How a copy goes through staging: the plan into staging, the plan out of it,
+    /// Whether staging goes through the reused ring. A simulated table stages per
+    /// copy, as Halide does, so that cases about staging placement on recorded tables
+    /// (heaps filling up, non-coherent memory) see one staging buffer per copy; so
+    /// does Halide's staging layout bug, which needs a staging buffer of its own shape.
+    fn staging_ring(&self) -> bool {
+        !self.inner.device.emulate.staging_layout_mismatch() && !self.inner.allocator.is_simulated()
+    }
+
+    /// How a copy goes through per-copy staging: the plan into staging, the plan out of it,
     /// and the staging size in bytes. Staging is packed densely in the plan's order;
     /// with Halide's bug emulated it is written in the destination's layout and read
     /// in the source's.
@@ -157,6 +165,17 @@ impl Context {
                 self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
                 return Ok(());
             }
+        }
+        if self.staging_ring() {
+            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+            check_host("source", src.0, mem.len(), plan.src_end())?;
+            let gpu = self.upload_staged(
+                &plan,
+                &mem[src.0.offset..],
+                (dst.0.region.vk_buffer(), dst_off),
+            )?;
+            self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
+            return Ok(());
         }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Upload, size)?;
@@ -208,6 +227,12 @@ impl Context {
                 self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
                 return Ok(());
             }
+        }
+        if self.staging_ring() {
+            let src = (src.0.region.vk_buffer(), src_off);
+            let gpu = self.readback_staged(&plan, src, &mut mem[dst.0.offset..])?;
+            self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
+            return Ok(());
         }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Readback, size)?;

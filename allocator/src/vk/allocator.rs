@@ -17,7 +17,7 @@ use crate::error::{Error, Result, VkContext};
 use crate::memory::block::{BlockId, BlockPool, Placement as PoolPlacement};
 use crate::memory::config::AllocConfig;
 use crate::memory::policy::{Policy, Role};
-use crate::memory::region::RegionId;
+use crate::memory::region::{round_up, RegionId};
 use crate::memory::table::MemoryTable;
 use crate::stats::Placement;
 use crate::vk::device::DeviceShared;
@@ -146,12 +146,9 @@ pub(crate) struct Allocator {
     state: Mutex<State>,
 }
 
+/// `v` rounded up to a multiple of `a`; sizes here are far below overflow.
 fn align_up(v: u64, a: u64) -> u64 {
-    if a <= 1 {
-        v
-    } else {
-        v.div_ceil(a) * a
-    }
+    round_up(v, a).unwrap_or(u64::MAX)
 }
 
 impl Allocator {

@@ -1,0 +1,488 @@
+//! Staging through a ring: a few host-visible chunks per direction, allocated on
+//! first use and reused by every copy, with one submission lane each. A copy is
+//! cut into windows of one chunk; the GPU copies window i+1 while CPU threads
+//! copy window i in or out, so staging memory is bounded by the ring, not by the
+//! copy, and a small copy allocates nothing.
+//!
+//! Staging is packed densely in the plan's chunk order, so the host side and the
+//! GPU side of a window use the same layout.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+
+use crate::error::Result;
+use crate::memory::policy::Role;
+use crate::runtime::context::Context;
+use crate::runtime::plan::{ChunkOffsets, CopyPlan};
+use crate::vk::region::Region;
+use crate::vk::submit::LANES;
+
+/// Bytes of one staging chunk (one window of a copy).
+pub(crate) const CHUNK: u64 = 8 << 20;
+
+/// Bytes below which one thread copies a window's host side.
+const BYTES_PER_THREAD: u64 = 1 << 20;
+
+/// Most threads that copy one window's host side.
+const MAX_THREADS: usize = 8;
+
+/// Regions per `vkCmdCopyBuffer` call.
+const MAX_REGIONS_PER_CALL: usize = 1 << 16;
+
+/// The staging chunks of one context, per direction.
+#[derive(Default)]
+pub(crate) struct Staging {
+    upload: Mutex<Vec<Arc<Region>>>,
+    readback: Mutex<Vec<Arc<Region>>>,
+}
+
+impl Staging {
+    /// Gives the chunks back to the allocator; later copies allocate them again.
+    pub(crate) fn release(&self) {
+        for ring in [&self.upload, &self.readback] {
+            ring.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+    }
+}
+
+/// One contiguous piece of a window: `len` bytes at `src` and `dst` (offsets of
+/// the plan) and at `slot` in the staging chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Piece {
+    src: u64,
+    dst: u64,
+    slot: u64,
+    len: u64,
+}
+
+/// Cuts a plan's chunks, in dense order, into windows of `window` bytes.
+struct Windows<'a> {
+    chunks: ChunkOffsets<'a>,
+    chunk: u64,
+    window: u64,
+    /// The rest of a chunk that the last window cut: src, dst, bytes left.
+    carry: Option<(u64, u64, u64)>,
+}
+
+impl<'a> Windows<'a> {
+    fn new(plan: &'a CopyPlan, window: u64) -> Self {
+        Windows {
+            chunks: plan.chunk_offsets(),
+            chunk: plan.chunk,
+            window,
+            carry: None,
+        }
+    }
+}
+
+impl Iterator for Windows<'_> {
+    type Item = Vec<Piece>;
+
+    fn next(&mut self) -> Option<Vec<Piece>> {
+        let mut pieces = Vec::new();
+        let mut used = 0;
+        while used < self.window {
+            let (src, dst, len) = match self.carry.take() {
+                Some(c) => c,
+                None => match self.chunks.next() {
+                    Some((s, d)) => (s, d, self.chunk),
+                    None => break,
+                },
+            };
+            let take = len.min(self.window - used);
+            pieces.push(Piece {
+                src,
+                dst,
+                slot: used,
+                len: take,
+            });
+            used += take;
+            if take < len {
+                self.carry = Some((src + take, dst + take, len - take));
+            }
+        }
+        (!pieces.is_empty()).then_some(pieces)
+    }
+}
+
+/// A pointer that threads copying disjoint ranges may share.
+#[derive(Clone, Copy)]
+struct Shared(*mut u8);
+// SAFETY: only used by `host_copy`, whose threads touch disjoint destination bytes.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The pointer; a method, so that closures capture the whole `Shared`.
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Copies each piece on the host, `len` bytes from `from + offset(piece).0` to
+/// `to + offset(piece).1`, on several threads when the destinations are disjoint
+/// and the window is large.
+///
+/// # Safety
+/// Every range must lie inside its allocation, and nothing else may access the
+/// destination ranges meanwhile; with `disjoint`, no two pieces' destinations overlap.
+unsafe fn host_copy(
+    pieces: &[Piece],
+    from: *const u8,
+    to: *mut u8,
+    offsets: impl Fn(&Piece) -> (u64, u64) + Sync,
+    disjoint: bool,
+) {
+    let bytes: u64 = pieces.iter().map(|p| p.len).sum();
+    let threads = match disjoint {
+        true => (bytes / BYTES_PER_THREAD).clamp(1, threads() as u64) as usize,
+        false => 1,
+    };
+    let (from, to) = (Shared(from as *mut u8), Shared(to));
+    let copy = |part: &[Piece]| {
+        for p in part {
+            let (f, t) = offsets(p);
+            // SAFETY: the caller guarantees both ranges and their exclusive use.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    from.get().add(f as usize),
+                    to.get().add(t as usize),
+                    p.len as usize,
+                )
+            };
+        }
+    };
+    if threads == 1 {
+        return copy(pieces);
+    }
+    let parts = split(pieces, bytes.div_ceil(threads as u64));
+    std::thread::scope(|s| {
+        let (first, rest) = parts.split_first().expect("at least one part");
+        for part in rest {
+            s.spawn(|| copy(part));
+        }
+        copy(first);
+    });
+}
+
+/// Splits pieces into parts of about `share` bytes each, cutting pieces as needed.
+fn split(pieces: &[Piece], share: u64) -> Vec<Vec<Piece>> {
+    let mut parts = vec![Vec::new()];
+    let mut room = share;
+    for &p in pieces {
+        let mut p = p;
+        while p.len > 0 {
+            if room == 0 {
+                parts.push(Vec::new());
+                room = share;
+            }
+            let take = p.len.min(room);
+            parts
+                .last_mut()
+                .expect("one part")
+                .push(Piece { len: take, ..p });
+            p = Piece {
+                src: p.src + take,
+                dst: p.dst + take,
+                slot: p.slot + take,
+                len: p.len - take,
+            };
+            room -= take;
+        }
+    }
+    parts
+}
+
+/// Threads this machine runs at once, at most [`MAX_THREADS`].
+fn threads() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+    })
+}
+
+/// Records GPU copies of `pieces`, offsets of each side from `offsets`.
+fn record_pieces(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    pieces: &[Piece],
+    buffers: (vk::Buffer, vk::Buffer),
+    offsets: impl Fn(&Piece) -> (u64, u64),
+) {
+    for batch in pieces.chunks(MAX_REGIONS_PER_CALL) {
+        let regions: Vec<vk::BufferCopy> = batch
+            .iter()
+            .map(|p| {
+                let (s, d) = offsets(p);
+                vk::BufferCopy {
+                    src_offset: s,
+                    dst_offset: d,
+                    size: p.len,
+                }
+            })
+            .collect();
+        // SAFETY: both buffers are alive for the submission; the caller checked that
+        // every region lies inside them.
+        unsafe { device.cmd_copy_buffer(cmd, buffers.0, buffers.1, &regions) };
+    }
+}
+
+impl Context {
+    /// The ring of `role` with at least `n` chunks, allocating the missing ones.
+    fn ring(&self, role: Role, n: usize) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
+        let ring = match role {
+            Role::Upload => &self.inner.staging.upload,
+            _ => &self.inner.staging.readback,
+        };
+        let mut slots = ring.lock().unwrap_or_else(|p| p.into_inner());
+        while slots.len() < n {
+            slots.push(self.allocate_region(role, CHUNK)?);
+        }
+        Ok(slots)
+    }
+
+    /// Device to host through the readback ring: `plan` from `src` (buffer, byte
+    /// offset) to `dst`, host bytes at the plan's destination offsets. Returns the
+    /// GPU time in ns when profiling.
+    pub(crate) fn readback_staged(
+        &self,
+        plan: &CopyPlan,
+        src: (vk::Buffer, u64),
+        dst: &mut [u8],
+    ) -> Result<Option<u64>> {
+        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let slots = self.ring(Role::Readback, windows.min(LANES))?;
+        let n = slots.len().min(windows).max(1);
+        let device = self.raw_device();
+        let disjoint = plan.dst_disjoint();
+        let mut lanes = self.inner.submitter.lanes(self.inner.profile.enabled());
+        let mut queued: VecDeque<(usize, Vec<Piece>)> = VecDeque::new();
+        let drain = |lane: usize, pieces: Vec<Piece>, dst: &mut [u8]| -> Result<()> {
+            let slot = &slots[lane];
+            let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
+            self.inner.allocator.invalidate(&slot.alloc, 0, used)?;
+            let from = slot.host_ptr()?.as_ptr();
+            // SAFETY: the lane was waited for, so the GPU is done with the chunk; its
+            // `used` bytes are mapped; destinations lie in `dst` (checked by the
+            // caller against the plan) and `dst` is borrowed exclusively.
+            unsafe {
+                host_copy(
+                    &pieces,
+                    from,
+                    dst.as_mut_ptr(),
+                    |p| (p.slot, p.dst),
+                    disjoint,
+                )
+            };
+            Ok(())
+        };
+        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+            let lane = w % n;
+            if queued.len() == n {
+                let (l, done) = queued.pop_front().expect("queued");
+                lanes.wait(l)?;
+                drain(l, done, dst)?;
+            }
+            let slot = slots[lane].vk_buffer();
+            lanes.submit(lane, w + 1 == windows, |cmd| {
+                record_pieces(device, cmd, &pieces, (src.0, slot), |p| {
+                    (src.1 + p.src, p.slot)
+                })
+            })?;
+            queued.push_back((lane, pieces));
+        }
+        while let Some((l, done)) = queued.pop_front() {
+            lanes.wait(l)?;
+            drain(l, done, dst)?;
+        }
+        lanes.finish()
+    }
+
+    /// Host to device through the upload ring: `plan` from host bytes `src` (at the
+    /// plan's source offsets) to `dst` (buffer, byte offset).
+    pub(crate) fn upload_staged(
+        &self,
+        plan: &CopyPlan,
+        src: &[u8],
+        dst: (vk::Buffer, u64),
+    ) -> Result<Option<u64>> {
+        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let slots = self.ring(Role::Upload, windows.min(LANES))?;
+        let n = slots.len().min(windows).max(1);
+        let device = self.raw_device();
+        let mut lanes = self.inner.submitter.lanes(self.inner.profile.enabled());
+        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+            let lane = w % n;
+            lanes.wait(lane)?;
+            let slot = &slots[lane];
+            let to = slot.host_ptr()?.as_ptr();
+            // SAFETY: the lane was waited for, so the GPU no longer reads the chunk;
+            // pieces lie in the chunk (at most CHUNK bytes) and in `src` (checked by
+            // the caller); the chunk's bytes are written once each (dense layout).
+            unsafe { host_copy(&pieces, src.as_ptr(), to, |p| (p.src, p.slot), true) };
+            let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
+            self.inner.allocator.flush(&slot.alloc, 0, used)?;
+            let buffer = slot.vk_buffer();
+            lanes.submit(lane, w + 1 == windows, |cmd| {
+                record_pieces(device, cmd, &pieces, (buffer, dst.0), |p| {
+                    (p.slot, dst.1 + p.dst)
+                })
+            })?;
+        }
+        lanes.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{dense_dims, Dim};
+
+    fn plan(src: &[Dim], dst: &[Dim], eb: usize) -> CopyPlan {
+        CopyPlan::new(src, dst, eb).unwrap()
+    }
+
+    /// Every byte of the plan once, in dense order, whatever the window.
+    fn check_windows(p: &CopyPlan, window: u64) {
+        let mut expect = Vec::new();
+        p.for_each_chunk(|s, d| {
+            for i in 0..p.chunk {
+                expect.push((s + i, d + i));
+            }
+        });
+        let mut got = Vec::new();
+        let mut count = 0;
+        for pieces in Windows::new(p, window) {
+            count += 1;
+            let mut slot = 0;
+            for piece in &pieces {
+                assert_eq!(piece.slot, slot, "pieces fill the window in order");
+                slot += piece.len;
+                for i in 0..piece.len {
+                    got.push((piece.src + i, piece.dst + i));
+                }
+            }
+            assert!(slot <= window);
+        }
+        assert_eq!(got, expect);
+        assert_eq!(count as u64, p.bytes().div_ceil(window));
+    }
+
+    #[test]
+    fn windows_cover_the_plan_once() {
+        let dense = plan(&dense_dims(&[100, 30]), &dense_dims(&[100, 30]), 4);
+        for w in [1, 7, 400, 4096, 12_000, 1 << 20] {
+            check_windows(&dense, w);
+        }
+        let strided = [
+            Dim {
+                min: 3,
+                extent: 50,
+                stride: 2,
+            },
+            Dim {
+                min: 0,
+                extent: 9,
+                stride: 200,
+            },
+        ];
+        let p = plan(&strided, &dense_dims(&[60, 9]), 2);
+        for w in [2, 3, 98, 100, 101, 1000] {
+            check_windows(&p, w);
+        }
+        assert!(Windows::new(&CopyPlan::empty(), 64).next().is_none());
+    }
+
+    #[test]
+    fn split_keeps_every_byte_in_order() {
+        let pieces = [
+            Piece {
+                src: 0,
+                dst: 100,
+                slot: 0,
+                len: 10,
+            },
+            Piece {
+                src: 50,
+                dst: 300,
+                slot: 10,
+                len: 3,
+            },
+        ];
+        let parts = split(&pieces, 4);
+        assert_eq!(parts.len(), 4);
+        let flat: Vec<Piece> = parts.concat();
+        assert_eq!(flat.iter().map(|p| p.len).sum::<u64>(), 13);
+        assert_eq!(
+            flat[2],
+            Piece {
+                src: 8,
+                dst: 108,
+                slot: 8,
+                len: 2
+            }
+        );
+        assert_eq!(
+            flat[3],
+            Piece {
+                src: 50,
+                dst: 300,
+                slot: 10,
+                len: 2
+            }
+        );
+        assert!(parts
+            .iter()
+            .all(|p| p.iter().map(|x| x.len).sum::<u64>() <= 4));
+    }
+
+    #[test]
+    fn overlapping_destinations_are_not_disjoint() {
+        let dense = plan(&dense_dims(&[8, 8]), &dense_dims(&[8, 8]), 4);
+        assert!(dense.dst_disjoint());
+        let bcast = [
+            Dim {
+                min: 0,
+                extent: 8,
+                stride: 1,
+            },
+            Dim {
+                min: 0,
+                extent: 8,
+                stride: 0,
+            },
+        ];
+        assert!(!plan(&dense_dims(&[8, 8]), &bcast, 4).dst_disjoint());
+        let gaps = [
+            Dim {
+                min: 0,
+                extent: 8,
+                stride: 2,
+            },
+            Dim {
+                min: 0,
+                extent: 8,
+                stride: 16,
+            },
+        ];
+        assert!(plan(&dense_dims(&[8, 8]), &gaps, 4).dst_disjoint());
+        let interleaved = [
+            Dim {
+                min: 0,
+                extent: 8,
+                stride: 2,
+            },
+            Dim {
+                min: 0,
+                extent: 2,
+                stride: 1,
+            },
+        ];
+        assert!(plan(&dense_dims(&[8, 2]), &interleaved, 4).dst_disjoint());
+    }
+}
