@@ -13,7 +13,8 @@ use crate::memory::config::AllocConfig;
 use crate::memory::policy::Policy;
 use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile};
-use crate::runtime::options::ContextOptions;
+use crate::runtime::copy_choice::DeviceCopies;
+use crate::runtime::options::{ContextOptions, DeviceCopy};
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
@@ -40,6 +41,8 @@ pub(crate) struct Inner {
     pub(crate) host_import: Option<Arc<HostImport>>,
     pub(crate) submitter: Submitter,
     pub(crate) profile: Profile,
+    /// How device-to-device copies are made, and what was measured to choose.
+    pub(crate) device_copies: DeviceCopies,
     pub(crate) allocator: Arc<Allocator>,
     pub(crate) device: Arc<DeviceShared>,
 }
@@ -85,12 +88,20 @@ impl Context {
         // and a simulation or an emulated bug models staging too.
         let import =
             options.policy == Policy::Vkcopy && !allocator.is_simulated() && !device.emulate.any();
+        // The copy shader is vkcopy's own path too: Halide copies with vkCmdCopyBuffer.
+        let device_copy = match options.device_copy {
+            DeviceCopy::Auto if options.policy != Policy::Vkcopy || device.emulate.any() => {
+                DeviceCopy::Transfer
+            }
+            m => m,
+        };
         Ok(Context {
             inner: Arc::new(Inner {
                 pipelines: PipelineCache::new(&device),
                 host_import: import.then(|| HostImport::new(&device)).flatten(),
                 submitter,
                 profile: Profile::default(),
+                device_copies: DeviceCopies::new(device_copy),
                 allocator,
                 device,
             }),
@@ -202,7 +213,10 @@ impl Context {
             let c = self.copy_stats(p);
             values.extend([c.copies, c.bytes]);
         }
+        let (shader_copies, shader_bytes) = self.inner.device_copies.shader_counts();
         values.extend([
+            shader_copies,
+            shader_bytes,
             s.regions.created(),
             s.regions.destroyed(),
             s.regions.live(),
@@ -254,7 +268,8 @@ impl Context {
 }
 
 /// Names of [`Context::counters`], in order: per copy path `copies_<path>` and
-/// `bytes_<path>`, then live objects.
+/// `bytes_<path>`; the device-to-device copies the copy shader made (counted in
+/// `copies_device_to_device` too); then live objects.
 pub const COUNTER_NAMES: &[&str] = &[
     "copies_to_device",
     "bytes_to_device",
@@ -264,6 +279,8 @@ pub const COUNTER_NAMES: &[&str] = &[
     "bytes_device_to_device",
     "copies_host_to_host",
     "bytes_host_to_host",
+    "copies_device_to_device_shader",
+    "bytes_device_to_device_shader",
     "device_mallocs",
     "device_frees",
     "live_regions",
@@ -285,5 +302,8 @@ mod tests {
             assert_eq!(COUNTER_NAMES[2 * i], format!("copies_{}", p.name()));
             assert_eq!(COUNTER_NAMES[2 * i + 1], format!("bytes_{}", p.name()));
         }
+        let n = 2 * CopyPath::ALL.len();
+        assert_eq!(COUNTER_NAMES[n], "copies_device_to_device_shader");
+        assert_eq!(COUNTER_NAMES[n + 1], "bytes_device_to_device_shader");
     }
 }
