@@ -13,7 +13,8 @@ use crate::memory::config::AllocConfig;
 use crate::memory::policy::Policy;
 use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile};
-use crate::runtime::options::ContextOptions;
+use crate::runtime::copy_choice::DeviceCopies;
+use crate::runtime::options::{ContextOptions, DeviceCopy};
 use crate::runtime::staging::Staging;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
@@ -43,6 +44,8 @@ pub(crate) struct Inner {
     pub(crate) staging: Staging,
     pub(crate) submitter: Submitter,
     pub(crate) profile: Profile,
+    /// How device-to-device copies are made, and what was measured to choose.
+    pub(crate) device_copies: DeviceCopies,
     pub(crate) allocator: Arc<Allocator>,
     pub(crate) device: Arc<DeviceShared>,
 }
@@ -88,6 +91,13 @@ impl Context {
         // and a simulation or an emulated bug models staging too.
         let import =
             options.policy == Policy::Vkcopy && !allocator.is_simulated() && !device.emulate.any();
+        // The copy shader is vkcopy's own path too: Halide copies with vkCmdCopyBuffer.
+        let device_copy = match options.device_copy {
+            DeviceCopy::Auto if options.policy != Policy::Vkcopy || device.emulate.any() => {
+                DeviceCopy::Transfer
+            }
+            m => m,
+        };
         Ok(Context {
             inner: Arc::new(Inner {
                 pipelines: PipelineCache::new(&device),
@@ -95,6 +105,7 @@ impl Context {
                 staging: Staging::default(),
                 submitter,
                 profile: Profile::default(),
+                device_copies: DeviceCopies::new(device_copy),
                 allocator,
                 device,
             }),
@@ -208,7 +219,10 @@ impl Context {
             let c = self.copy_stats(p);
             values.extend([c.copies, c.bytes]);
         }
+        let (shader_copies, shader_bytes) = self.inner.device_copies.shader_counts();
         values.extend([
+            shader_copies,
+            shader_bytes,
             s.regions.created(),
             s.regions.destroyed(),
             s.regions.live(),
@@ -260,7 +274,8 @@ impl Context {
 }
 
 /// Names of [`Context::counters`], in order: per copy path `copies_<path>` and
-/// `bytes_<path>`, then live objects.
+/// `bytes_<path>`; the device-to-device copies the copy shader made (counted in
+/// `copies_device_to_device` too); then live objects.
 pub const COUNTER_NAMES: &[&str] = &[
     "copies_to_device",
     "bytes_to_device",
@@ -270,6 +285,8 @@ pub const COUNTER_NAMES: &[&str] = &[
     "bytes_device_to_device",
     "copies_host_to_host",
     "bytes_host_to_host",
+    "copies_device_to_device_shader",
+    "bytes_device_to_device_shader",
     "device_mallocs",
     "device_frees",
     "live_regions",
@@ -291,5 +308,8 @@ mod tests {
             assert_eq!(COUNTER_NAMES[2 * i], format!("copies_{}", p.name()));
             assert_eq!(COUNTER_NAMES[2 * i + 1], format!("bytes_{}", p.name()));
         }
+        let n = 2 * CopyPath::ALL.len();
+        assert_eq!(COUNTER_NAMES[n], "copies_device_to_device_shader");
+        assert_eq!(COUNTER_NAMES[n + 1], "bytes_device_to_device_shader");
     }
 }

@@ -1,9 +1,12 @@
 //! The Halide-shaped runtime on top of the Vulkan layer: the context, its
 //! options, device allocation of buffers, the copy entry points and their
-//! paths, copy planning, and dispatch of caller SPIR-V.
+//! paths (device-to-device by `vkCmdCopyBuffer` or the copy shader, measured),
+//! copy planning, and dispatch of caller SPIR-V.
 
 pub(crate) mod context;
 mod copy;
+pub(crate) mod copy_choice;
+mod device_copy;
 pub(crate) mod dispatch;
 mod malloc;
 pub(crate) mod options;

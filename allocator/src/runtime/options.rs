@@ -22,6 +22,9 @@ pub struct ContextOptions {
     pub import_host: bool,
     /// Block sizes and pool limits.
     pub alloc_config: AllocConfig,
+    /// How device-to-device copies are made: `vkCmdCopyBuffer`, the copy shader,
+    /// or the faster of the two as measured on this device.
+    pub device_copy: DeviceCopy,
     /// Present this recorded memory table to the allocator instead of the device's.
     #[cfg(feature = "simulate")]
     pub simulate_memory: Option<crate::memory::table::MemoryTable>,
@@ -29,6 +32,47 @@ pub struct ContextOptions {
     /// each of them. All off by default.
     #[cfg(feature = "emulate")]
     pub emulate: crate::emulate::Emulate,
+}
+
+/// How device-to-device copies are made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeviceCopy {
+    /// The faster of the two paths, measured with GPU timestamps on the first copy
+    /// of each size class (a factor of 4 in bytes, contiguous or not) of at least
+    /// 1 MiB; smaller copies use `vkCmdCopyBuffer`. The Halide policies and
+    /// emulated Halide bugs always use `vkCmdCopyBuffer`, as Halide does.
+    #[default]
+    Auto,
+    /// Always `vkCmdCopyBuffer`.
+    Transfer,
+    /// The copy shader wherever it applies (offsets, sizes and strides multiples of
+    /// 4 bytes, at most two outer dimensions, ranges within
+    /// `maxStorageBufferRange`); `vkCmdCopyBuffer` elsewhere.
+    Shader,
+}
+
+impl DeviceCopy {
+    /// The name in options and reports: `auto`, `transfer` or `shader`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceCopy::Auto => "auto",
+            DeviceCopy::Transfer => "transfer",
+            DeviceCopy::Shader => "shader",
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceCopy {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(DeviceCopy::Auto),
+            "transfer" => Ok(DeviceCopy::Transfer),
+            "shader" => Ok(DeviceCopy::Shader),
+            _ => Err(format!("'{s}': expected auto, transfer or shader")),
+        }
+    }
 }
 
 /// The environment variables [`ContextOptions::from_env`] reads, with what each means.
@@ -41,6 +85,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("VKCOPY_VALIDATION", "1: the Khronos validation layer with synchronization validation"),
     ("VKCOPY_POLICY", "vkcopy (default), halide or halide-legacy"),
     ("VKCOPY_IMPORT_HOST", "0: always stage, never import host memory"),
+    (
+        "VKCOPY_DEVICE_COPY",
+        "device-to-device copies: auto (default, measured), transfer or shader",
+    ),
     (
         "VKCOPY_ALLOC_CONFIG",
         "pool MiB:min block MiB:max block MiB:max blocks:nearest multiple B (Halide's HL_VK_ALLOC_CONFIG)",
@@ -57,7 +105,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
 
 impl Default for ContextOptions {
     /// The default device, no validation, the vkcopy policy, host import on,
-    /// default blocks, the device's own memory table, no emulated bugs.
+    /// default blocks, measured device copies, the device's own memory table, no
+    /// emulated bugs.
     fn default() -> Self {
         ContextOptions {
             device: DeviceSelector::Default,
@@ -65,6 +114,7 @@ impl Default for ContextOptions {
             policy: Policy::default(),
             import_host: true,
             alloc_config: AllocConfig::default(),
+            device_copy: DeviceCopy::Auto,
             #[cfg(feature = "simulate")]
             simulate_memory: None,
             #[cfg(feature = "emulate")]
@@ -120,6 +170,13 @@ impl ContextOptions {
                 name: "VKCOPY_POLICY",
                 value: v.clone(),
                 reason: "expected vkcopy, halide or halide-legacy".into(),
+            })?;
+        }
+        if let Some(v) = var("VKCOPY_DEVICE_COPY") {
+            options.device_copy = v.parse().map_err(|reason| Error::BadSetting {
+                name: "VKCOPY_DEVICE_COPY",
+                value: v.clone(),
+                reason,
             })?;
         }
         options.alloc_config = AllocConfig::from_env().map_err(|e| Error::BadSetting {

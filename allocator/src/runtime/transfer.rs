@@ -271,6 +271,15 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.vk_buffer(), dst.0.region.vk_buffer());
+        let device = self.raw_device();
+        let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off));
+        let (sr, dr) = (&*src.0.region, &*dst.0.region);
+        if let Some(gpu) =
+            self.device_copy_by_shader(&plan, (sr, src_off), (dr, dst_off), &transfer)?
+        {
+            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            return Ok(());
+        }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
             let gpu = self.submit_copy(&plan, (sb, src_off), (db, dst_off))?;
             self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
@@ -278,7 +287,6 @@ impl Context {
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.alloc.buffer;
-        let device = self.raw_device();
         let gpu = self.submit(|cmd| {
             record_copy(device, cmd, &plan.with_dense_dst(), (sb, src_off), (tb, 0));
             let barrier = [vk::MemoryBarrier::default()

@@ -1,9 +1,11 @@
 //! Every Vulkan call of the runtime: loader and instance, device selection, the
 //! shared device object, submission, the device allocator and its mappings,
-//! regions, host import, the pipeline cache, and simulation of recorded tables.
+//! regions, host import, the pipeline cache and the copy kernel, and simulation
+//! of recorded tables.
 
 pub(crate) mod adapter;
 pub(crate) mod allocator;
+pub(crate) mod copy_kernel;
 pub(crate) mod device;
 pub(crate) mod import;
 pub(crate) mod instance;

@@ -1,7 +1,8 @@
 //! The per-context pipeline cache: one `VkShaderModule` and one compute
 //! `VkPipeline` per shader key, kept until the context is dropped (or
 //! [`Context::release_pipelines`]); every pipeline shares one descriptor set
-//! layout of storage buffers and one pipeline layout.
+//! layout of storage buffers and one pipeline layout. The runtime's own
+//! device-to-device copy kernel is kept here too, with layouts of its own.
 //!
 //! [`Context::release_pipelines`]: crate::Context::release_pipelines
 
@@ -13,6 +14,7 @@ use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
 use crate::stats::Stats;
+use crate::vk::copy_kernel::CopyKernel;
 use crate::vk::device::DeviceShared;
 
 /// Counts and times of pipeline creation, for reports.
@@ -48,6 +50,8 @@ pub(crate) struct Layout {
 pub(crate) struct CacheInner {
     pub(crate) layout: Option<Layout>,
     pipelines: HashMap<String, Pipeline>,
+    /// The device-to-device copy kernel, made on first use.
+    copy: Option<CopyKernel>,
     pub(crate) stats: PipelineStats,
 }
 
@@ -59,10 +63,26 @@ pub(crate) struct PipelineCache {
 
 impl CacheInner {
     fn publish(&self, stats: &Stats) {
+        let copy = u64::from(self.copy.is_some());
         stats.kernels_kept(
-            self.pipelines.len() as u64,
-            u64::from(self.layout.is_some()),
+            self.pipelines.len() as u64 + copy,
+            u64::from(self.layout.is_some()) + copy,
         );
+    }
+
+    /// The device-to-device copy kernel, created on first use.
+    pub(crate) fn copy_kernel(
+        &mut self,
+        device: &ash::Device,
+        stats: &Stats,
+    ) -> Result<&CopyKernel> {
+        if self.copy.is_none() {
+            self.copy = Some(CopyKernel::new(device, stats)?);
+            self.publish(stats);
+        }
+        self.copy
+            .as_ref()
+            .ok_or_else(|| Error::KernelCompileFailed("no copy kernel".into()))
     }
 
     /// The shared layouts, created on first use with `bindings` storage buffers.
@@ -201,6 +221,10 @@ impl CacheInner {
             }
             stats.pipeline_destroyed();
             stats.shader_module_destroyed();
+        }
+        if let Some(mut k) = self.copy.take() {
+            // SAFETY: as above.
+            unsafe { k.destroy(device, stats) };
         }
         if let Some(l) = self.layout.take() {
             // SAFETY: as above; the pipelines that used the layouts are gone.

@@ -1,0 +1,183 @@
+//! Device-to-device copies by the copy kernel (`shaders/copy.wgsl`): a
+//! grid-stride compute shader with 16-byte loads, which reaches more of the
+//! memory bandwidth than `vkCmdCopyBuffer` on some devices and less on others.
+//! [`DeviceCopy`] says which path is taken; under `Auto` the first copy of each
+//! size class is made both ways and timed, and the faster path is kept for the
+//! class (see [`CopyCalibration`]).
+//!
+//! The kernel runs in the context's one submission per copy, between the
+//! submitter's barriers: every earlier transfer or shader write is visible to it,
+//! and its writes are visible to every later transfer, shader or host access.
+//! Copies within one region go through a temporary as on the transfer path, with
+//! a shader-write barrier between the two dispatches.
+
+use ash::vk;
+
+use crate::error::Result;
+use crate::memory::policy::Role;
+use crate::runtime::context::Context;
+use crate::runtime::copy_choice::{
+    class_min_bytes, kernel_plan, CopyCalibration, KernelPlan, Limits, Route, CALIBRATION_ROUNDS,
+    MAX_GROUPS,
+};
+use crate::runtime::options::DeviceCopy;
+use crate::runtime::plan::CopyPlan;
+use crate::vk::copy_kernel::{shader_write_barrier, Bound, Leg};
+use crate::vk::region::Region;
+
+fn leg(k: &KernelPlan, src: vk::Buffer, dst: vk::Buffer) -> Leg {
+    Leg {
+        src: Bound {
+            buffer: src,
+            offset: k.src.offset,
+            range: k.src.range,
+        },
+        dst: Bound {
+            buffer: dst,
+            offset: k.dst.offset,
+            range: k.dst.range,
+        },
+        params: k.params,
+        groups: k.groups,
+    }
+}
+
+impl Context {
+    /// How device-to-device copies are made in this context: as
+    /// [`ContextOptions::device_copy`](crate::ContextOptions::device_copy) says,
+    /// except that `Auto` is `Transfer` under the Halide policies and emulated bugs.
+    pub fn device_copy(&self) -> DeviceCopy {
+        self.inner.device_copies.mode()
+    }
+
+    /// The measurements `Auto` made so far, one per size class, smallest first.
+    pub fn device_copy_calibrations(&self) -> Vec<CopyCalibration> {
+        self.inner.device_copies.calibrations()
+    }
+
+    fn copy_limits(&self) -> Limits {
+        let info = self.info();
+        Limits {
+            min_align: info.min_storage_buffer_offset_alignment,
+            max_range: u64::from(info.max_storage_buffer_range),
+            max_groups: u64::from(info.max_compute_work_group_count[0]).clamp(1, MAX_GROUPS),
+        }
+    }
+
+    /// Copies `plan` from byte `src.1` of one region to byte `dst.1` of another (or
+    /// the same) with the copy kernel, where the context's choice and the plan allow.
+    /// `transfer` records the same copy with `vkCmdCopyBuffer`, for calibration;
+    /// it is used only between distinct regions. Returns None when the copy is
+    /// left to the caller's `vkCmdCopyBuffer` path, else whether it is done with,
+    /// when profiling, its GPU time in ns.
+    pub(crate) fn device_copy_by_shader(
+        &self,
+        plan: &CopyPlan,
+        src: (&Region, u64),
+        dst: (&Region, u64),
+        transfer: &dyn Fn(vk::CommandBuffer),
+    ) -> Result<Option<Option<u64>>> {
+        let choices = &self.inner.device_copies;
+        let route = choices.route(plan.bytes(), plan.chunks() == 1);
+        if route == Route::Transfer {
+            return Ok(None);
+        }
+        let limits = self.copy_limits();
+        let (sb, db) = (src.0.vk_buffer(), dst.0.vk_buffer());
+        if !std::ptr::eq(src.0, dst.0) {
+            let Some(k) = kernel_plan(plan, src.1, dst.1, &limits) else {
+                return Ok(None);
+            };
+            let legs = [leg(&k, sb, db)];
+            if route == Route::Calibrate {
+                return self.calibrate(plan, &legs, transfer).map(Some);
+            }
+            let gpu = self.run_legs(&legs, self.profiling())?;
+            choices.count_shader(plan.bytes());
+            return Ok(Some(gpu));
+        }
+        // One region: the boxes may overlap, so the copy cannot be repeated to
+        // calibrate; such copies follow the class's choice once it is known.
+        if route == Route::Calibrate {
+            return Ok(None);
+        }
+        let (into, out_of) = (plan.with_dense_dst(), plan.with_dense_src());
+        let (Some(a), Some(b)) = (
+            kernel_plan(&into, src.1, 0, &limits),
+            kernel_plan(&out_of, 0, dst.1, &limits),
+        ) else {
+            return Ok(None);
+        };
+        let temp = self.allocate_region(Role::Device, plan.bytes())?;
+        let tb = temp.vk_buffer();
+        let gpu = self.run_legs(&[leg(&a, sb, tb), leg(&b, tb, db)], self.profiling())?;
+        choices.count_shader(plan.bytes());
+        Ok(Some(gpu))
+    }
+
+    /// Runs the legs in one submission, a shader-write barrier between them; with
+    /// `timed`, returns the GPU time (host time where the queue has no timestamps).
+    fn run_legs(&self, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
+        let s = &*self.inner;
+        let (device, stats) = (&s.device.raw, &s.device.stats);
+        // Held until the fence wait: the kernel is not destroyed under the copy.
+        let mut cache = s.pipelines.lock();
+        let kernel = cache.copy_kernel(device, stats)?;
+        let sets = kernel.sets(device, stats, legs)?;
+        let start = std::time::Instant::now();
+        let gpu = s.submitter.run_timed(timed, |cmd| {
+            for (i, l) in legs.iter().enumerate() {
+                if i > 0 {
+                    shader_write_barrier(device, cmd);
+                }
+                kernel.record(device, cmd, &sets, i, l);
+            }
+        })?;
+        let host = start.elapsed().as_nanos() as u64;
+        drop(sets);
+        drop(cache);
+        Ok(if timed {
+            Some(gpu.unwrap_or(host))
+        } else {
+            None
+        })
+    }
+
+    /// Makes the copy both ways, alternately and timed, and keeps the faster path
+    /// for the copy's size class. Both ways write the same bytes.
+    fn calibrate(
+        &self,
+        plan: &CopyPlan,
+        legs: &[Leg],
+        transfer: &dyn Fn(vk::CommandBuffer),
+    ) -> Result<Option<u64>> {
+        let (mut t, mut k) = (u64::MAX, u64::MAX);
+        let mut gpu_timestamps = true;
+        for _ in 0..CALIBRATION_ROUNDS {
+            let start = std::time::Instant::now();
+            let gpu = self.inner.submitter.run_timed(true, transfer)?;
+            gpu_timestamps &= gpu.is_some();
+            t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
+            k = k.min(self.run_legs(legs, true)?.unwrap_or(u64::MAX));
+        }
+        let chosen = if k < t {
+            DeviceCopy::Shader
+        } else {
+            DeviceCopy::Transfer
+        };
+        let choices = &self.inner.device_copies;
+        choices.learn(CopyCalibration {
+            min_bytes: class_min_bytes(plan.bytes()),
+            contiguous: plan.chunks() == 1,
+            bytes: plan.bytes(),
+            transfer_seconds: t as f64 * 1e-9,
+            shader_seconds: k as f64 * 1e-9,
+            gpu_timestamps,
+            chosen,
+        });
+        if chosen == DeviceCopy::Shader {
+            choices.count_shader(plan.bytes());
+        }
+        Ok(self.profiling().then_some(t.min(k)))
+    }
+}
