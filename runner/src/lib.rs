@@ -20,5 +20,6 @@ pub mod rt;
 pub mod selection;
 pub mod steps;
 pub mod suite;
+pub mod timing;
 
 pub use rt::expr;

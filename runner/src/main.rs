@@ -310,4 +310,7 @@ fn print_case(c: &CaseRecord) {
             outcome.message.replace('\n', "\n      ")
         ),
     }
+    for m in &outcome.measurements {
+        out!("      measured {}", m.summary());
+    }
 }
