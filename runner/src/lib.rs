@@ -5,6 +5,7 @@
 //! -> [`report`]. [`suite`] runs a whole folder for the CLI and the test
 //! harness; [`rt`] is everything the suite takes from the runtime.
 
+pub mod bench;
 pub mod case;
 pub mod discover;
 pub mod error;
@@ -20,5 +21,6 @@ pub mod rt;
 pub mod selection;
 pub mod steps;
 pub mod suite;
+pub mod timing;
 
 pub use rt::expr;

@@ -78,6 +78,9 @@ enum Command {
         #[arg(long, default_value = "vkcopy-suite throughput")]
         title: String,
     },
+    /// Measures every copy path over a sweep of sizes and writes bench.json (the
+    /// shape of bench/cuda_reference.py); --compare sets it beside CUDA's.
+    Bench(vkcopy_suite::bench::Args),
     /// Lists the cases.
     List {
         #[arg(long)]
@@ -110,6 +113,7 @@ fn main() -> ExitCode {
         } => select(&table, &request, policy),
         Command::Devices => devices(),
         Command::List { cases } => list(cases),
+        Command::Bench(args) => bench(&args),
         Command::Plot {
             reports,
             out,
@@ -177,6 +181,20 @@ fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn bench(args: &vkcopy_suite::bench::Args) -> ExitCode {
+    use vkcopy_suite::bench::Failure;
+    match vkcopy_suite::bench::main(args, |line| out!("{line}")) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                Failure::Usage(_) => ExitCode::from(2),
+                Failure::Validation(_) => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -309,5 +327,8 @@ fn print_case(c: &CaseRecord) {
             "FAIL  {name}\n      {}",
             outcome.message.replace('\n', "\n      ")
         ),
+    }
+    for m in &outcome.measurements {
+        out!("      measured {}", m.summary());
     }
 }

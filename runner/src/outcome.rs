@@ -31,19 +31,93 @@ pub struct Outcome {
     pub measurements: Vec<Measurement>,
 }
 
-/// One `measure` step's result.
+/// One `measure` step's result. Seconds by the host clock around the whole copy
+/// unless named `gpu_`; GB/s are 1e9 bytes/s.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Measurement {
     /// `copy_to_host g`, `copy_to_device g`, `device_to_device a -> b`.
     pub what: String,
+    /// The step's `name:`, by which a later `min_ratio` refers to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub bytes: u64,
     pub repeat: u32,
-    /// Fastest run, host clock, seconds.
+    /// Fastest run.
     pub best_seconds: f64,
+    pub median_seconds: f64,
     /// bytes / best_seconds / 1e9.
     pub gbps: f64,
+    /// bytes / median_seconds / 1e9.
+    pub median_gbps: f64,
+    /// From GPU timestamps around the copy commands, in separate runs; None where
+    /// the queue has no timestamps.
+    pub gpu_best_seconds: Option<f64>,
+    pub gpu_median_seconds: Option<f64>,
     /// Memory types of the staging used, if any (`readback` / `upload` roles).
     pub staging_type: Option<u32>,
+    /// The `min_ratio` check, with the reference's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<Ratio>,
+}
+
+/// A measurement against a reference measured in the same run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Ratio {
+    /// `host_memcpy`, or the name of another measure of the case.
+    pub of: String,
+    /// The reference's best and median GB/s.
+    pub reference_gbps: f64,
+    pub reference_median_gbps: f64,
+    /// Best GB/s over the reference's best GB/s.
+    pub ratio: f64,
+    /// The lowest ratio the case accepts.
+    pub min: f64,
+}
+
+impl Measurement {
+    /// One line for the console: `copy_to_host g, 67108864 bytes: best 5.1 GB/s ...`.
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "{}, {} bytes: best {:.3} GB/s ({:.1} us), median {:.3} GB/s",
+            self.what,
+            self.bytes,
+            self.gbps,
+            self.best_seconds * 1e6,
+            self.median_gbps
+        );
+        if let Some(g) = self.gpu_best_seconds {
+            line += &format!(", GPU best {:.1} us", g * 1e6);
+        }
+        if let Some(r) = &self.ratio {
+            line += &format!(
+                "; {:.3}x {} ({:.3} GB/s, min {})",
+                r.ratio, r.of, r.reference_gbps, r.min
+            );
+        }
+        line
+    }
+
+    /// `copy g | bytes | best GB/s | median GB/s | best us | GPU best us | ratio`,
+    /// the cells of a Markdown table row.
+    pub fn table_row(&self) -> String {
+        let gpu = self
+            .gpu_best_seconds
+            .map_or("-".to_owned(), |g| format!("{:.1}", g * 1e6));
+        let ratio = self.ratio.as_ref().map_or("-".to_owned(), |r| {
+            format!(
+                "{:.3}x {} ({:.3} GB/s; min {})",
+                r.ratio, r.of, r.reference_gbps, r.min
+            )
+        });
+        format!(
+            "{} | {} | {:.3} | {:.3} | {:.1} | {gpu} | {ratio}",
+            self.what,
+            self.bytes,
+            self.gbps,
+            self.median_gbps,
+            self.best_seconds * 1e6
+        )
+    }
 }
 
 /// A placement as it goes into reports.

@@ -120,21 +120,18 @@ impl Report {
             .cases
             .iter()
             .flat_map(|c| {
-                c.outcome.measurements.iter().map(move |m| {
-                    format!(
-                        "| {} | {} | {} | {:.3} | {:.1} |\n",
-                        c.name,
-                        m.what,
-                        m.bytes,
-                        m.gbps,
-                        m.best_seconds * 1e6
-                    )
-                })
+                c.outcome
+                    .measurements
+                    .iter()
+                    .map(move |m| format!("| {} | {} |\n", c.name, m.table_row()))
             })
             .collect();
         if !measured.is_empty() {
-            out.push_str("## Throughput (GB/s = 1e9 bytes/s, best run, host clock)\n\n");
-            out.push_str("| case | copy | bytes | GB/s | us |\n|---|---|---|---|---|\n");
+            out.push_str(
+                "## Throughput (GB/s = 1e9 bytes/s, host clock; GPU: timestamps)\n\n\
+                 | case | copy | bytes | best GB/s | median GB/s | best us | GPU best us | ratio |\n\
+                 |---|---|---|---|---|---|---|---|\n",
+            );
             out.extend(measured);
             out.push('\n');
         }

@@ -240,3 +240,112 @@ fn plot_draws_the_measured_copies_of_reports() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn bench_writes_json_in_the_cuda_reference_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let out = suite()
+        .args(["bench", "--sizes", "4KiB,1MiB", "--repeat", "2", "--out"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("cannot create a Vulkan context") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(out.status.success(), "{out:?}");
+    let doc = vkcopy_suite::bench::doc::BenchDoc::read(&json).unwrap();
+    assert_eq!(
+        (doc.tool.as_str(), doc.tool_version.as_str()),
+        ("vkcopy", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(!doc.device.is_empty() && doc.time.ends_with('Z'), "{doc:?}");
+    let got: Vec<(&str, &str, u64)> = doc
+        .results
+        .iter()
+        .map(|r| (r.path.as_str(), r.host_memory.as_str(), r.bytes))
+        .collect();
+    let (k, m) = (4096, 1 << 20);
+    assert_eq!(
+        got,
+        [
+            ("readback", "aligned", k),
+            ("readback", "aligned", m),
+            ("readback", "unaligned", k),
+            ("readback", "unaligned", m),
+            ("upload", "aligned", k),
+            ("upload", "aligned", m),
+            ("upload", "unaligned", k),
+            ("upload", "unaligned", m),
+            ("device_to_device", "device", k),
+            ("device_to_device", "device", m),
+            ("round_trip", "aligned", k),
+            ("round_trip", "unaligned", k),
+        ]
+    );
+    for r in &doc.results {
+        assert_eq!(r.repeat, 2, "{r:?}");
+        assert!(
+            0.0 < r.best_seconds && r.best_seconds <= r.median_seconds,
+            "{r:?}"
+        );
+        let gbps = r.bytes as f64 / r.best_seconds / 1e9;
+        assert!((r.best_gbps - gbps).abs() <= 1e-9 * gbps, "{r:?}");
+    }
+    // The raw JSON has every field of the CUDA reference's results, nulls included.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["results"][0].as_object().unwrap().len(), 10);
+}
+
+#[test]
+fn bench_compare_prints_the_side_by_side_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("runner/tests/fixtures");
+    let against = dir.path().join("vkcopy.json");
+    std::fs::copy(fixtures.join("vkcopy.json"), &against).unwrap();
+    let out = suite()
+        .args(["bench", "--compare"])
+        .arg(fixtures.join("cuda.json"))
+        .arg("--against")
+        .arg(&against)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines.contains(&"| path | host memory | size | vkcopy | CUDA | CUDA pageable | ratio |"),
+        "{stdout}"
+    );
+    // The fixtures' best times: ratio = CUDA's time over vkcopy's.
+    for row in [
+        "| readback | aligned | 4 KiB | 0.10 GB/s | 0.23 GB/s | - | 0.45 |",
+        "| readback | aligned | 1 MiB | 13.11 GB/s | 26.21 GB/s | 10.49 GB/s | 0.50 |",
+        "| upload | aligned | 4 KiB | 0.14 GB/s | - | - | - |",
+        "| upload | aligned | 1 MiB | 26.21 GB/s | 20.97 GB/s | 5.24 GB/s | 1.25 |",
+        "| device_to_device | device | 1 MiB | 52.43 GB/s | 104.86 GB/s | - | 0.50 |",
+        "| round_trip | aligned | 4 KiB | 45.0 us | 30.0 us | - | 0.67 |",
+    ] {
+        assert!(lines.contains(&row), "missing {row}:\n{stdout}");
+    }
+    assert!(!stdout.contains("bidirectional"), "{stdout}");
+    let svg = std::fs::read_to_string(dir.path().join("bench_vs_cuda.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+    for text in [
+        "vkcopy",
+        "CUDA pageable",
+        "GB/s (1e9 bytes/s)",
+        "microseconds per round trip",
+    ] {
+        assert!(svg.contains(text), "the chart lacks '{text}'");
+    }
+    let bad = suite()
+        .args(["bench", "--compare", "no/such/cuda.json", "--against"])
+        .arg(&against)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no/such/cuda.json"));
+}

@@ -189,3 +189,62 @@ fn host_offset_is_checked() {
     let e = parse_err("about: a\nbuffers:\n  g: { type: i32, extent: [4], host: false, host_offset: 16 }\nsteps:\n  - copy_to_host: g\n");
     assert!(e.contains("no host memory"), "{e}");
 }
+
+#[test]
+fn bad_min_ratio_fields_are_located() {
+    let case = |steps: &str| {
+        parse_err(&format!(
+            "about: a\nbuffers:\n  g: {{ type: u8, extent: [2] }}\nsteps:\n{steps}"
+        ))
+    };
+    let e = case("  - measure: { copy_to_host: g, min_ratio: { of: fast, value: 1 } }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: measure: field min_ratio: of: no earlier measure named 'fast'"),
+        "{e}"
+    );
+    let e = case("  - measure: { copy_to_host: g, min_ratio: { of: raw_copy, value: 1 } }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: measure: field min_ratio: of: raw_copy is not available"),
+        "{e}"
+    );
+    let e = case("  - measure: { copy_to_host: g, min_ratio: { of: host_memcpy, value: 0 } }\n");
+    assert!(
+        e.contains("measure: field min_ratio: value: 0 is not a positive number"),
+        "{e}"
+    );
+    let e = case("  - measure: { copy_to_host: g, min_ratio: { of: host_memcpy, valu: 1 } }\n");
+    assert!(e.contains("bad.yaml:5:") && e.contains("valu"), "{e}");
+    let e = case("  - measure: { copy_to_host: g, min_ratio: { value: 1 } }\n");
+    assert!(e.contains("bad.yaml:5:") && e.contains("`of`"), "{e}");
+    let e = case(
+        "  - measure: { name: a, copy_to_host: g }\n  - measure: { name: a, copy_to_device: g }\n",
+    );
+    assert!(
+        e.contains("bad.yaml:6:5: measure: field name: 'a' already names a measure"),
+        "{e}"
+    );
+    let e = case("  - measure: { name: host_memcpy, copy_to_host: g }\n");
+    assert!(
+        e.contains("field name: 'host_memcpy' is a reference"),
+        "{e}"
+    );
+    // A measure refers to an earlier one only: it is measured in the same run.
+    let e = case(
+        "  - measure: { copy_to_host: g, min_ratio: { of: later, value: 1 } }\n  - measure: { name: later, copy_to_device: g }\n",
+    );
+    assert!(
+        e.contains("bad.yaml:5:5: measure: field min_ratio: of: no earlier"),
+        "{e}"
+    );
+}
+
+#[test]
+fn min_ratio_refers_to_named_measures_in_loops() {
+    let root = root();
+    let src = "about: a\nbuffers:\n  g: { type: u8, extent: [2] }\nsteps:\n  - measure: { name: up, copy_to_device: g }\n  - repeat:\n      var: t\n      from: 0\n      to: 2\n      steps:\n        - measure: { name: \"down{t}\", copy_to_host: g, min_ratio: { of: up, value: 0.5 } }\n  - measure: { copy_to_host: g, min_ratio: { of: down1, value: 0.5 } }\n";
+    let p = parse(&root, &root.join("basic/ok.yaml"), src).unwrap();
+    let PlanKind::Runtime(r) = p.kind else {
+        panic!("a runtime case")
+    };
+    assert_eq!(r.ops.len(), 4);
+}

@@ -1,38 +1,47 @@
-//! Measurement steps: timed copies held to per-device-type thresholds, and GPU
-//! timestamps on or off.
+//! Measurement steps: timed copies held to per-device-type thresholds or to a
+//! reference measured in the same run, and GPU timestamps on or off.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::outcome::Measurement;
+use crate::outcome::{Measurement, Ratio};
 use crate::requires::DeviceReq;
-use crate::rt::Role;
+use crate::rt::{CopyPath, Role};
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
+use crate::timing::{self, gbps, HostMemcpy, Samples};
 
 /// Most repeats of a `measure` step.
 pub const MAX_REPEAT: u32 = 100_000;
+
+/// `min_ratio: { of: host_memcpy }`.
+pub const HOST_MEMCPY: &str = "host_memcpy";
+/// `min_ratio: { of: raw_copy }`: named so that a case asking for it gets a
+/// reason, not "no measure named raw_copy".
+const RAW_COPY: &str = "raw_copy";
 
 /// The measurement steps as written.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
-    /// Times a copy (see [`Measure`]).
-    Measure(Measure),
+    /// Times a copy (see [`Measure`]); boxed, as it is much larger than the other.
+    Measure(Box<Measure>),
     /// Turns GPU timestamps around copies on or off.
     Profiling(bool),
 }
 
 /// A timed copy: `copy_to_host: g`, `copy_to_device: g`, or a device-to-device
-/// `buffer_copy` from `from` to `to`, repeated; the best time counts. Thresholds
-/// apply to the named device types only, so the case runs everywhere and is
-/// held to a speed only where one is expected.
+/// `buffer_copy` from `from` to `to`, repeated. Thresholds apply to the named
+/// device types only, so the case runs everywhere and is held to a speed only
+/// where one is expected; `min_ratio` holds on every device.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measure {
+    /// A name for `min_ratio: { of: NAME }` of a later measure.
+    #[serde(default)]
+    name: Option<String>,
     #[serde(default)]
     copy_to_host: Option<String>,
     #[serde(default)]
@@ -41,7 +50,7 @@ pub struct Measure {
     from: Option<String>,
     #[serde(default)]
     to: Option<String>,
-    /// Runs; the fastest counts. Default 3.
+    /// Timed runs. Default 3.
     #[serde(default)]
     repeat: Option<u32>,
     /// Lowest acceptable GB/s (1e9 bytes/s) by device type.
@@ -50,6 +59,17 @@ pub struct Measure {
     /// Highest acceptable microseconds per copy by device type.
     #[serde(default)]
     max_us: BTreeMap<String, f64>,
+    /// Lowest acceptable GB/s as a multiple of a reference's.
+    #[serde(default)]
+    min_ratio: Option<MinRatio>,
+}
+
+/// `min_ratio: { of: host_memcpy | NAME, value: R }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinRatio {
+    of: String,
+    value: f64,
 }
 
 /// What a `measure` step times.
@@ -60,14 +80,34 @@ pub enum Timed {
     DeviceToDevice { from: usize, to: usize },
 }
 
+/// What a `min_ratio` compares with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reference {
+    /// A host memcpy of the same bytes, timed in the same runs.
+    HostMemcpy,
+    /// An earlier measure of the case, by name.
+    Measure(String),
+}
+
+impl Reference {
+    fn name(&self) -> &str {
+        match self {
+            Reference::HostMemcpy => HOST_MEMCPY,
+            Reference::Measure(n) => n,
+        }
+    }
+}
+
 /// A checked measurement step; buffers are slots.
 #[derive(Clone, Debug)]
 pub enum Op {
     Measure {
         timed: Timed,
+        name: Option<String>,
         repeat: u32,
         min_gbps: Vec<(DeviceReq, f64)>,
         max_us: Vec<(DeviceReq, f64)>,
+        min_ratio: Option<(Reference, f64)>,
     },
     Profiling(bool),
 }
@@ -111,12 +151,65 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             })
             .collect::<Result<Vec<_>, _>>()
     };
+    let min_gbps = limits("min_gbps", &m.min_gbps)?;
+    let max_us = limits("max_us", &m.max_us)?;
+    let min_ratio = m.min_ratio.as_ref().map(|r| plan_ratio(r, p)).transpose()?;
+    let name = m.name.as_ref().map(|n| plan_name(n, p)).transpose()?;
     Ok(Op::Measure {
         timed,
+        name,
         repeat,
-        min_gbps: limits("min_gbps", &m.min_gbps)?,
-        max_us: limits("max_us", &m.max_us)?,
+        min_gbps,
+        max_us,
+        min_ratio,
     })
+}
+
+fn plan_ratio(r: &MinRatio, p: &Planner) -> Result<(Reference, f64), CaseError> {
+    if !r.value.is_finite() || r.value <= 0.0 {
+        return Err(p.err(format!(
+            "field min_ratio: value: {} is not a positive number",
+            r.value
+        )));
+    }
+    let of = p
+        .loops
+        .name(&r.of)
+        .map_err(|e| p.err(format!("field min_ratio: of: {e}")))?;
+    let reference = match of.as_str() {
+        HOST_MEMCPY => Reference::HostMemcpy,
+        // The runtime's transfers without the dirty-bit logic are crate-private.
+        RAW_COPY => {
+            return Err(p.err(
+                "field min_ratio: of: raw_copy is not available: the runtime offers no public \
+                 copy without its dirty-bit logic; use host_memcpy or a named measure",
+            ))
+        }
+        _ if p.measures.contains(&of) => Reference::Measure(of),
+        _ => {
+            return Err(p.err(format!(
+                "field min_ratio: of: no earlier measure named '{of}' (named so far: {:?}); \
+                 give host_memcpy or the `name:` of an earlier measure",
+                p.measures
+            )))
+        }
+    };
+    Ok((reference, r.value))
+}
+
+fn plan_name(n: &str, p: &mut Planner) -> Result<String, CaseError> {
+    let name = p
+        .loops
+        .name(n)
+        .map_err(|e| p.err(format!("field name: {e}")))?;
+    if name == HOST_MEMCPY || name == RAW_COPY {
+        return Err(p.err(format!("field name: '{name}' is a reference, not a name")));
+    }
+    if p.measures.contains(&name) {
+        return Err(p.err(format!("field name: '{name}' already names a measure")));
+    }
+    p.measures.push(name.clone());
+    Ok(name)
 }
 
 pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
@@ -127,74 +220,75 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
         }
         Op::Measure {
             timed,
+            name,
             repeat,
             min_gbps,
             max_us,
+            min_ratio,
         } => {
-            let result = time(s, timed, *repeat)?;
-            let verdict = judge(s, min_gbps, max_us, &result);
+            let memcpy = matches!(min_ratio, Some((Reference::HostMemcpy, _)));
+            let (mut result, reference) = time(s, timed, *repeat, memcpy)?;
+            result.name = name.clone();
+            let mut verdict = judge(s, min_gbps, max_us, &result);
+            if let Some((of, min)) = min_ratio {
+                let r = ratio_to(s, of, *min, reference.as_ref(), &result)?;
+                if verdict.is_ok() {
+                    verdict = check_ratio(&result, &r);
+                }
+                result.ratio = Some(r);
+            }
             s.measured.push(result);
             verdict
         }
     }
 }
 
-/// Runs the copy `repeat` times; the fastest run counts.
-fn time(s: &mut State, timed: &Timed, repeat: u32) -> Result<Measurement, StepError> {
+/// Runs the copy once untimed (imports, staging and first touches are not timed),
+/// then `repeat` times by the host clock, each followed by a run timed by GPU
+/// timestamps and, with `memcpy`, by a host memcpy of the same bytes.
+fn time(
+    s: &mut State,
+    timed: &Timed,
+    repeat: u32,
+    memcpy: bool,
+) -> Result<(Measurement, Option<Samples>), StepError> {
     let ctx = s.ctx;
-    let (what, bytes, role) = match timed {
+    let (what, bytes, role, path) = match timed {
         Timed::CopyToHost(b) => {
             let b = s.get(*b)?;
             let what = format!("copy_to_host {}", b.name());
-            (
-                what,
-                b.len() * b.elem().bytes() as u64,
-                Some(Role::Readback),
-            )
+            let bytes = b.len() * b.elem().bytes() as u64;
+            (what, bytes, Some(Role::Readback), CopyPath::DeviceToHost)
         }
         Timed::CopyToDevice(b) => {
             let b = s.get(*b)?;
             let what = format!("copy_to_device {}", b.name());
-            (what, b.len() * b.elem().bytes() as u64, Some(Role::Upload))
+            let bytes = b.len() * b.elem().bytes() as u64;
+            (what, bytes, Some(Role::Upload), CopyPath::HostToDevice)
         }
         Timed::DeviceToDevice { from, to } => {
             let (f, t) = (s.get(*from)?, s.get(*to)?);
             let what = format!("device_to_device {} -> {}", f.name(), t.name());
-            (what, f.len() * f.elem().bytes() as u64, None)
+            let bytes = f.len() * f.elem().bytes() as u64;
+            (what, bytes, None, CopyPath::DeviceToDevice)
         }
     };
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat {
-        let start;
-        match timed {
-            Timed::CopyToHost(b) => {
-                let b = s.get_mut(*b)?;
-                b.host_dirty = false;
-                b.device_dirty = true;
-                start = Instant::now();
-                ctx.copy_to_host(b)?;
+    let mut reference = memcpy
+        .then(|| HostMemcpy::new(bytes))
+        .transpose()
+        .map_err(StepError::Check)?;
+    let mut memcpy_samples = Samples::default();
+    let samples = timing::sample(
+        ctx,
+        &[path],
+        (1, repeat),
+        || copy_once(s, timed),
+        || {
+            if let Some(m) = &mut reference {
+                memcpy_samples.host.push(m.run());
             }
-            Timed::CopyToDevice(b) => {
-                let b = s.get_mut(*b)?;
-                b.device_dirty = false;
-                b.host_dirty = true;
-                start = Instant::now();
-                ctx.copy_to_device(b)?;
-            }
-            Timed::DeviceToDevice { from, to } => {
-                let (src, dst) = s.pair(*from, *to)?;
-                if src.host_dirty || src.device_view().is_none() {
-                    return Err(StepError::Check(format!(
-                        "measure: {} has no up-to-date device data; copy it to the device first",
-                        src.name()
-                    )));
-                }
-                start = Instant::now();
-                ctx.buffer_copy(src, dst, true)?;
-            }
-        }
-        best = best.min(start.elapsed().as_secs_f64());
-    }
+        },
+    )?;
     let staging_type = role.and_then(|r| {
         ctx.stats()
             .placements()
@@ -203,18 +297,101 @@ fn time(s: &mut State, timed: &Timed, repeat: u32) -> Result<Measurement, StepEr
             .find(|p| p.role == r)
             .map(|p| p.memory_type)
     });
-    Ok(Measurement {
+    let (best, median) = (samples.best(), samples.median());
+    let m = Measurement {
         what,
+        name: None,
         bytes,
         repeat,
         best_seconds: best,
-        gbps: if best > 0.0 {
-            bytes as f64 / best / 1e9
-        } else {
-            0.0
-        },
+        median_seconds: median,
+        gbps: gbps(bytes, best),
+        median_gbps: gbps(bytes, median),
+        gpu_best_seconds: samples.gpu_best(),
+        gpu_median_seconds: samples.gpu_median(),
         staging_type,
+        ratio: None,
+    };
+    Ok((m, reference.map(|_| memcpy_samples)))
+}
+
+/// One copy, its source marked as the side holding the data.
+fn copy_once(s: &mut State, timed: &Timed) -> Result<(), StepError> {
+    let ctx = s.ctx;
+    match timed {
+        Timed::CopyToHost(b) => {
+            let b = s.get_mut(*b)?;
+            b.host_dirty = false;
+            b.device_dirty = true;
+            ctx.copy_to_host(b)?;
+        }
+        Timed::CopyToDevice(b) => {
+            let b = s.get_mut(*b)?;
+            b.device_dirty = false;
+            b.host_dirty = true;
+            ctx.copy_to_device(b)?;
+        }
+        Timed::DeviceToDevice { from, to } => {
+            let (src, dst) = s.pair(*from, *to)?;
+            if src.host_dirty || src.device_view().is_none() {
+                return Err(StepError::Check(format!(
+                    "measure: {} has no up-to-date device data; copy it to the device first",
+                    src.name()
+                )));
+            }
+            ctx.buffer_copy(src, dst, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// The measurement against its reference.
+fn ratio_to(
+    s: &State,
+    of: &Reference,
+    min: f64,
+    memcpy: Option<&Samples>,
+    r: &Measurement,
+) -> Result<Ratio, StepError> {
+    let (reference_gbps, reference_median_gbps) = match (of, memcpy) {
+        (Reference::HostMemcpy, Some(m)) => (gbps(r.bytes, m.best()), gbps(r.bytes, m.median())),
+        (Reference::Measure(n), _) => s
+            .measured
+            .iter()
+            .rev()
+            .find(|m| m.name.as_deref() == Some(n))
+            .map(|m| (m.gbps, m.median_gbps))
+            .ok_or_else(|| StepError::Check(format!("measure: no result of measure '{n}'")))?,
+        (Reference::HostMemcpy, None) => {
+            return Err(StepError::Check(
+                "measure: host_memcpy was not timed".into(),
+            ))
+        }
+    };
+    let ratio = if reference_gbps > 0.0 {
+        r.gbps / reference_gbps
+    } else {
+        0.0
+    };
+    Ok(Ratio {
+        of: of.name().to_owned(),
+        reference_gbps,
+        reference_median_gbps,
+        ratio,
+        min,
     })
+}
+
+/// An error naming both figures when the ratio is below its minimum.
+fn check_ratio(r: &Measurement, ratio: &Ratio) -> Result<(), StepError> {
+    if ratio.ratio >= ratio.min {
+        return Ok(());
+    }
+    Err(StepError::Check(format!(
+        "measure {}: {:.3} GB/s is {:.3}x {} ({:.3} GB/s), below the {}x expected \
+         (best runs, measured in the same run)",
+        r.what, r.gbps, ratio.ratio, ratio.of, ratio.reference_gbps, ratio.min
+    )))
 }
 
 /// Holds a measurement to the thresholds of the device's type.

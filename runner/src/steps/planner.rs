@@ -47,6 +47,8 @@ pub struct Planner<'a> {
     /// its latest slot.
     pub slots: Vec<Slot>,
     pub loops: Bindings,
+    /// Names of the `measure` steps planned so far, for `min_ratio: { of: NAME }`.
+    pub measures: Vec<String>,
     line: u64,
     column: u64,
     step: &'static str,
@@ -59,6 +61,7 @@ impl<'a> Planner<'a> {
             path,
             slots,
             loops: Bindings::default(),
+            measures: Vec::new(),
             line: 0,
             column: 0,
             step: "",

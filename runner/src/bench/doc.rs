@@ -1,0 +1,136 @@
+//! The bench JSON: the document `bench/cuda_reference.py` writes, field for
+//! field and in its order, read and written by the same structs.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::stamp;
+use crate::timing::{gbps, Samples};
+
+/// One run of a bench: who made it, on what, and its results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchDoc {
+    /// `vkcopy` here, `cuda-torch` from the CUDA reference.
+    pub tool: String,
+    pub tool_version: String,
+    pub device: String,
+    pub driver: String,
+    pub host: String,
+    /// UTC, `2026-12-01T11:29:53Z`.
+    pub time: String,
+    pub results: Vec<BenchResult>,
+}
+
+/// One path, host memory and size. Seconds are per copy (per whole round trip for
+/// `round_trip`); GB/s are 1e9 bytes/s of `bytes`, by the host clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub path: String,
+    pub host_memory: String,
+    pub bytes: u64,
+    /// Timed runs counted.
+    pub repeat: u32,
+    pub best_seconds: f64,
+    pub median_seconds: f64,
+    pub best_gbps: f64,
+    pub median_gbps: f64,
+    /// From GPU timestamps; null where there are none.
+    pub gpu_best_seconds: Option<f64>,
+    pub gpu_median_seconds: Option<f64>,
+}
+
+impl BenchResult {
+    pub fn new(path: &str, host_memory: &str, bytes: u64, s: &Samples) -> Self {
+        let (best, median) = (s.best(), s.median());
+        BenchResult {
+            path: path.to_owned(),
+            host_memory: host_memory.to_owned(),
+            bytes,
+            repeat: s.host.len() as u32,
+            best_seconds: best,
+            median_seconds: median,
+            best_gbps: gbps(bytes, best),
+            median_gbps: gbps(bytes, median),
+            gpu_best_seconds: s.gpu_best(),
+            gpu_median_seconds: s.gpu_median(),
+        }
+    }
+}
+
+impl BenchDoc {
+    /// A vkcopy document for `device`, made now on this host, without results.
+    pub fn new(device: &str, driver: &str) -> Self {
+        BenchDoc {
+            tool: "vkcopy".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            device: device.into(),
+            driver: driver.into(),
+            host: stamp::host_name(),
+            time: stamp::utc_now(),
+            results: Vec::new(),
+        }
+    }
+
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Writes the document with two-space indents, through a temporary file so
+    /// that an interrupted run leaves no half-written file.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+        }
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| err(&e))?;
+        text.push('\n');
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).map_err(|e| err(&e))?;
+        std::fs::rename(&tmp, path).map_err(|e| err(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field names and order of the CUDA reference's `make_result` and `header`.
+    #[test]
+    fn fields_as_the_cuda_reference_writes_them() {
+        let s = Samples {
+            host: vec![0.03, 0.02, 0.04],
+            gpu: vec![],
+        };
+        let doc = BenchDoc {
+            results: vec![BenchResult::new("upload", "aligned", 1 << 30, &s)],
+            ..BenchDoc::new("dev", "drv")
+        };
+        // serde_json's Value sorts keys: read the order from the text.
+        let text = serde_json::to_string(&doc).unwrap();
+        let order = |keys: &str| {
+            let at: Vec<usize> = keys
+                .split(' ')
+                .map(|k| text.find(&format!("\"{k}\":")).expect(k))
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{keys}: {text}");
+        };
+        order("tool tool_version device driver host time results");
+        order(
+            "path host_memory bytes repeat best_seconds median_seconds best_gbps \
+             median_gbps gpu_best_seconds gpu_median_seconds",
+        );
+        let v = serde_json::to_value(&doc).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 7);
+        let r = &v["results"][0];
+        assert_eq!(r.as_object().unwrap().len(), 10);
+        assert_eq!(r["best_seconds"], 0.02);
+        assert_eq!(r["median_seconds"], 0.03);
+        assert!(r["gpu_best_seconds"].is_null());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/bench.json");
+        doc.write(&path).unwrap();
+        assert_eq!(BenchDoc::read(&path).unwrap(), doc);
+    }
+}

@@ -1,0 +1,125 @@
+//! `vkcopy-suite bench`: copy times over a sweep of sizes for every path,
+//! written as JSON in the shape `bench/cuda_reference.py` writes, and compared
+//! side by side with such a CUDA file.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`args`] | the command line |
+//! | [`sizes`] | `4KiB`-style sizes, read and written |
+//! | [`doc`] | the JSON document, read and written (one set of serde structs) |
+//! | [`stamp`] | host name and UTC time of a run |
+//! | [`host`] | the kinds of host memory a copy reads or writes |
+//! | [`paths`] | the copy paths and one copy of each |
+//! | [`sweep`] | running the sweep on a context |
+//! | [`compare`] | matching vkcopy's results with CUDA's; the Markdown table |
+//! | [`chart`] | the comparison as SVG |
+
+pub mod args;
+pub mod chart;
+pub mod compare;
+pub mod doc;
+pub mod host;
+pub mod paths;
+pub mod sizes;
+pub mod stamp;
+pub mod sweep;
+
+use std::path::{Path, PathBuf};
+
+use crate::report::device_slug;
+use crate::rt::{Context, ContextOptions};
+pub use args::Args;
+use doc::BenchDoc;
+
+/// Why `bench` stopped: bad input or no device (exit code 2), or validation
+/// messages during the sweep (exit code 1).
+#[derive(Debug)]
+pub enum Failure {
+    Usage(String),
+    Validation(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Usage(m) | Failure::Validation(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Runs the sweep (unless `--against` gives vkcopy's results), writes its JSON,
+/// and with `--compare` prints the table and draws the chart next to the JSON.
+/// Progress and the table go to `print`.
+pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
+    let usage = Failure::Usage;
+    let cuda = match &args.compare {
+        Some(p) => Some(BenchDoc::read(p).map_err(usage)?),
+        None => None,
+    };
+    let (vk, json) = match &args.against {
+        Some(p) => (BenchDoc::read(p).map_err(usage)?, p.clone()),
+        None => {
+            let (doc, out) = run_sweep(args, &mut print)?;
+            (doc, out)
+        }
+    };
+    if let Some(cuda) = cuda {
+        let rows = compare::rows(&vk, &cuda);
+        print(&compare::markdown(&vk, &cuda, &rows));
+        let svg = next_to(&json, "bench_vs_cuda.svg");
+        let title = format!("vkcopy on {} vs CUDA on {}", vk.device, cuda.device);
+        chart::draw(&rows, &title, &svg).map_err(usage)?;
+        print(&format!("wrote {}", svg.display()));
+    }
+    Ok(())
+}
+
+fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, PathBuf), Failure> {
+    let options = ContextOptions::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+    let ctx = Context::new(options)
+        .map_err(|e| Failure::Usage(format!("cannot create a Vulkan context: {e}")))?;
+    let info = ctx.info();
+    let plan = args.plan(info.device_type);
+    print(&format!(
+        "{} ({}), driver {}, vkcopy {}",
+        info.name,
+        info.device_type,
+        info.driver,
+        env!("CARGO_PKG_VERSION")
+    ));
+    for note in &plan.notes {
+        print(&format!("note: {note}"));
+    }
+    let mut doc = BenchDoc::new(&info.name, &info.driver);
+    print(&sweep::heading());
+    sweep::run(&ctx, &plan, |r| {
+        print(&sweep::row(r));
+        doc.results.push(r.clone());
+    })
+    .map_err(Failure::Usage)?;
+    let messages = ctx.take_validation_messages();
+    if !messages.is_empty() {
+        return Err(Failure::Validation(format!(
+            "{} validation message(s):\n  {}",
+            messages.len(),
+            messages.join("\n  ")
+        )));
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports/out")
+            .join(device_slug(&info.name))
+            .join("bench.json")
+    });
+    doc.write(&out).map_err(Failure::Usage)?;
+    print(&format!(
+        "wrote {} ({} results)",
+        out.display(),
+        doc.results.len()
+    ));
+    Ok((doc, out))
+}
+
+/// `name` in the folder of `file`.
+fn next_to(file: &Path, name: &str) -> PathBuf {
+    file.parent().unwrap_or(Path::new(".")).join(name)
+}

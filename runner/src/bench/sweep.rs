@@ -1,0 +1,134 @@
+//! The sweep: every path over every size (and, for host paths, every kind of
+//! host memory), each measured after warm-up copies, host clock and GPU
+//! timestamps in interleaved runs, as the CUDA reference measures.
+
+use crate::bench::doc::BenchResult;
+use crate::bench::host::{self, HostMemory};
+use crate::bench::paths::{self, BenchPath, Pair, ROUND_TRIP_MAX};
+use crate::bench::sizes;
+use crate::rt::Context;
+use crate::timing;
+
+/// Untimed copies before the timed ones: imports, staging, first touches.
+pub const WARMUP: u32 = 2;
+/// From this size on, at most [`BIG_REPEAT`] timed runs: each is long.
+pub const BIG: u64 = 256 << 20;
+pub const BIG_REPEAT: u32 = 3;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub paths: Vec<BenchPath>,
+    pub sizes: Vec<u64>,
+    pub repeat: u32,
+    /// What the plan left out and why, for the user.
+    pub notes: Vec<String>,
+}
+
+/// Timed runs for a copy of `bytes`.
+pub fn repeats_for(bytes: u64, repeat: u32) -> u32 {
+    if bytes >= BIG {
+        repeat.min(BIG_REPEAT)
+    } else {
+        repeat
+    }
+}
+
+/// Measures the plan on `ctx`; `each` gets every result as it is made.
+pub fn run(ctx: &Context, plan: &Plan, mut each: impl FnMut(&BenchResult)) -> Result<(), String> {
+    for &path in &plan.paths {
+        let sizes: Vec<u64> = match path {
+            BenchPath::RoundTrip => plan
+                .sizes
+                .iter()
+                .copied()
+                .filter(|&n| n <= ROUND_TRIP_MAX)
+                .collect(),
+            _ => plan.sizes.clone(),
+        };
+        let memories: Vec<Option<HostMemory>> = if path.uses_host() {
+            HostMemory::ALL.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for memory in memories {
+            for &n in &sizes {
+                let r = measure(ctx, path, memory, n, repeats_for(n, plan.repeat))
+                    .map_err(|e| format!("{} {}: {e}", path.name(), sizes::format(n)))?;
+                each(&r);
+                // Each size starts from empty pools, as the CUDA reference frees its
+                // buffers after each size.
+                ctx.release_unused();
+            }
+        }
+    }
+    Ok(())
+}
+
+fn measure(
+    ctx: &Context,
+    path: BenchPath,
+    memory: Option<HostMemory>,
+    bytes: u64,
+    runs: u32,
+) -> Result<BenchResult, String> {
+    let mut bufs = match memory {
+        Some(m) => {
+            let mut b = m.buffer("b", bytes)?;
+            ctx.copy_to_device(&mut b).map_err(|e| e.to_string())?;
+            Pair { a: None, b }
+        }
+        None => Pair {
+            a: Some(host::device_buffer(ctx, "a", bytes)?),
+            b: host::device_buffer(ctx, "b", bytes)?,
+        },
+    };
+    let samples = timing::sample(
+        ctx,
+        path.copy_paths(),
+        (WARMUP, runs),
+        || paths::copy(ctx, path, &mut bufs),
+        || {},
+    )
+    .map_err(|e| e.to_string())?;
+    let host_memory = memory.map_or(host::DEVICE, HostMemory::name);
+    Ok(BenchResult::new(path.name(), host_memory, bytes, &samples))
+}
+
+/// The heading of the table printed as the sweep runs.
+pub fn heading() -> String {
+    format!(
+        "{:<17}{:<10}{:>9}{:>4}{:>11}{:>10}{:>11}{:>13}",
+        "path", "host", "size", "n", "best GB/s", "med GB/s", "best us", "gpu best us"
+    )
+}
+
+/// One line of that table.
+pub fn row(r: &BenchResult) -> String {
+    let gpu = r
+        .gpu_best_seconds
+        .map_or("-".to_owned(), |g| format!("{:.1}", g * 1e6));
+    format!(
+        "{:<17}{:<10}{:>9}{:>4}{:>11.2}{:>10.2}{:>11.1}{:>13}",
+        r.path,
+        r.host_memory,
+        sizes::format(r.bytes),
+        r.repeat,
+        r.best_gbps,
+        r.median_gbps,
+        r.best_seconds * 1e6,
+        gpu
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_sizes_get_fewer_runs() {
+        assert_eq!(repeats_for(1 << 30, 10), 3);
+        assert_eq!(repeats_for(1 << 20, 10), 10);
+        assert_eq!(repeats_for(1 << 30, 2), 2);
+    }
+}
