@@ -1,5 +1,5 @@
 //! Staging through the reused ring (host import off): copies of every size cross
-//! the ring's window boundaries exactly, strided layouts included, and staging
+//! the ring's window boundaries (8 MiB) exactly, strided layouts included, and staging
 //! memory stays bounded by the ring whatever the copy size.
 
 use vkcopy::{Buffer, Context, ContextOptions, Dim, ElemType, Role};
@@ -48,20 +48,20 @@ fn every_size_round_trips_through_the_ring() {
         return;
     };
     const MIB: i64 = 1 << 20;
-    // Bytes around the 8 MiB window and its multiples, odd sizes included.
-    for bytes in [
-        1,
-        3,
-        4096,
-        MIB - 1,
-        8 * MIB - 1,
-        8 * MIB,
-        8 * MIB + 1,
-        17 * MIB + 5,
-        33 * MIB,
-    ] {
-        let mut b = Buffer::new("b", ElemType::U8, &[bytes]).unwrap();
-        assert_eq!(round_trip(&ctx, &mut b), 0, "{bytes} bytes");
+    // Bytes around multiples of the 8 MiB window, odd sizes included.
+    let sizes = [
+        (ElemType::U8, 1),
+        (ElemType::U8, 3),
+        (ElemType::U8, 4096),
+        (ElemType::U8, MIB - 1),
+        (ElemType::I16, 8 * MIB - 1),
+        (ElemType::I16, 8 * MIB),
+        (ElemType::I16, 8 * MIB + 1),
+        (ElemType::I32, 8 * MIB + 3),
+    ];
+    for (elem, n) in sizes {
+        let mut b = Buffer::new("b", elem, &[n]).unwrap();
+        assert_eq!(round_trip(&ctx, &mut b), 0, "{n} elements of {elem}");
     }
     // Every copy after the first reused the ring: one chunk per lane and direction.
     assert!(

@@ -13,6 +13,9 @@ use crate::vk::device::DeviceShared;
 /// Command buffers (with a fence each) of a submitter.
 pub(crate) const LANES: usize = 3;
 
+/// How long a wait polls its fence before it blocks.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
 struct Lane {
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
@@ -266,10 +269,25 @@ impl Lanes<'_> {
             return Ok(());
         }
         lane.pending = false;
+        let fence = lane.fence;
+        // A blocking wait costs a wake-up (tens of microseconds on some drivers),
+        // more than a small copy takes: poll the fence briefly first, as CUDA's
+        // default synchronisation spins before it yields.
+        let spin_until = std::time::Instant::now() + SPIN;
         // SAFETY: the fence belongs to this device and was submitted with the lane.
+        let mut signalled = unsafe { device.get_fence_status(fence) }.vk("vkGetFenceStatus")?;
+        while !signalled && std::time::Instant::now() < spin_until {
+            std::hint::spin_loop();
+            // SAFETY: as above.
+            signalled = unsafe { device.get_fence_status(fence) }.vk("vkGetFenceStatus")?;
+        }
+        // SAFETY: as above.
         unsafe {
-            let waited = device.wait_for_fences(&[lane.fence], true, u64::MAX);
-            device.reset_fences(&[lane.fence]).vk("vkResetFences")?;
+            let waited = match signalled {
+                true => Ok(()),
+                false => device.wait_for_fences(&[fence], true, u64::MAX),
+            };
+            device.reset_fences(&[fence]).vk("vkResetFences")?;
             waited.vk("vkWaitForFences")
         }
     }

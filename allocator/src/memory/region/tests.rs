@@ -1,0 +1,842 @@
+use super::*;
+
+fn layout<T>(a: &RegionAllocator<T>) -> Vec<(u64, u64, u32)> {
+    a.check_indexes();
+    a.regions()
+        .map(|r| (r.offset, r.size, r.use_count))
+        .collect()
+}
+
+#[test]
+fn new_block_is_one_free_region() {
+    let a = RegionAllocator::<u32>::new(1024);
+    assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+    assert_eq!((a.size(), a.reserved(), a.is_empty()), (1024, 0, true));
+    let empty = RegionAllocator::<u32>::new(0);
+    assert_eq!(empty.regions().count(), 0);
+}
+
+#[test]
+fn reserve_splits_at_aligned_offsets() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 64).unwrap();
+    assert_eq!(
+        (r1.offset, r1.size, r1.cached, r1.evicted.len()),
+        (0, 100, None, 0)
+    );
+    assert_eq!(layout(&a), vec![(0, 100, 1), (100, 924, 0)]);
+    let r2 = a.reserve(10, 256).unwrap();
+    assert_eq!((r2.offset, r2.size), (256, 10));
+    // The alignment padding stays free, as does the rest.
+    assert_eq!(
+        layout(&a),
+        vec![(0, 100, 1), (100, 156, 0), (256, 10, 1), (266, 758, 0)]
+    );
+    assert_eq!(a.reserved(), 110);
+    // First fit: the padding takes a small request.
+    let r3 = a.reserve(50, 2).unwrap();
+    assert_eq!(r3.offset, 100);
+    assert_eq!(a.reserved(), 160);
+    assert!(a.reserve(759, 1).is_none());
+    assert!(a.reserve(2000, 1).is_none());
+    let r4 = a.reserve(758, 1).unwrap();
+    assert_eq!(r4.offset, 266);
+    // Left: the 106 bytes of padding at 150.
+    assert!(a.reserve(107, 1).is_none());
+    assert_eq!(a.reserve(106, 1).map(|r| r.offset), Some(150));
+    assert_eq!(a.reserved(), 1024);
+    assert!(a.reserve(1, 1).is_none());
+}
+
+#[test]
+fn granularity_alignment_and_zero_size() {
+    let mut a = RegionAllocator::<u32>::with_granularity(1024, 32);
+    let r = a.reserve(100, 1).unwrap();
+    assert_eq!((r.offset, r.size), (0, 128));
+    // 48 is rounded up to 64.
+    let r = a.reserve(1, 48).unwrap();
+    assert_eq!((r.offset, r.size), (128, 32));
+    let r = a.reserve(1, 48).unwrap();
+    assert_eq!((r.offset, r.size), (192, 32));
+    // 0 bytes count as 1 (then rounded); alignment 0 as 1.
+    // First fit: into the padding left at 160.
+    let r = a.reserve(0, 0).unwrap();
+    assert_eq!((r.offset, r.size), (160, 32));
+    let mut b = RegionAllocator::<u32>::new(16);
+    let r = b.reserve(0, 0).unwrap();
+    assert_eq!((r.offset, r.size), (0, 1));
+    // An alignment with no power of two above it fits nowhere; no panic.
+    assert!(b.reserve(1, u64::MAX).is_none());
+    assert!(RegionAllocator::<u32>::with_granularity(64, 32)
+        .reserve(u64::MAX, 1)
+        .is_none());
+}
+
+#[test]
+fn release_then_collect_leaves_one_free_region() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 64).unwrap();
+    let r2 = a.reserve(10, 256).unwrap();
+    assert_eq!(a.release(r1.id), Ok(0));
+    // Released but not merged: Halide merges only on collect.
+    assert_eq!(
+        layout(&a),
+        vec![(0, 100, 0), (100, 156, 0), (256, 10, 1), (266, 758, 0)]
+    );
+    assert!(a.collect().is_empty());
+    assert_eq!(layout(&a), vec![(0, 256, 0), (256, 10, 1), (266, 758, 0)]);
+    assert_eq!(a.release(r2.id), Ok(0));
+    assert!(a.collect().is_empty());
+    assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+    assert!(a.is_empty());
+}
+
+#[test]
+fn use_counts_start_at_one() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r = a.reserve(100, 1).unwrap();
+    assert_eq!(a.info(r.id).unwrap().use_count, 1);
+    assert_eq!(a.retain(r.id), Ok(2));
+    assert_eq!(a.retain(r.id), Ok(3));
+    assert_eq!(a.release(r.id), Ok(2));
+    assert_eq!(a.release(r.id), Ok(1));
+    // Still reserved while one user is left (Halide #9237 freed it here).
+    assert_eq!(a.reserved(), 100);
+    assert!(a.reserve(1000, 1).is_none());
+    assert_eq!(a.release(r.id), Ok(0));
+    assert_eq!(a.reserved(), 0);
+    let e = a.release(r.id).unwrap_err();
+    assert_eq!(
+        e,
+        RegionError::NotInUse {
+            id: r.id,
+            offset: 0,
+            size: 100
+        }
+    );
+    assert!(e
+        .to_string()
+        .ends_with("at offset 0 B, size 100 B is not in use (already released)"));
+    assert_eq!(
+        a.retain(r.id),
+        Err(RegionError::NotInUse {
+            id: r.id,
+            offset: 0,
+            size: 100
+        })
+    );
+    assert!(a.reclaim(r.id).is_err());
+    assert_eq!(a.reserved(), 0);
+}
+
+#[test]
+fn stale_handles_are_errors() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 1).unwrap();
+    a.release(r1.id).unwrap();
+    // Same place again: a new handle; the old one no longer reaches it.
+    let r2 = a.reserve(100, 1).unwrap();
+    assert_eq!(r2.offset, r1.offset);
+    assert_ne!(r2.id, r1.id);
+    assert_eq!(a.release(r1.id), Err(RegionError::UnknownRegion(r1.id)));
+    assert_eq!(a.retain(r1.id), Err(RegionError::UnknownRegion(r1.id)));
+    assert_eq!(a.info(r2.id).unwrap().use_count, 1);
+    // Merged away.
+    a.release(r2.id).unwrap();
+    let r3 = a.reserve(10, 1).unwrap();
+    a.release(r3.id).unwrap();
+    a.collect();
+    assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+    assert!(matches!(
+        a.release(r3.id),
+        Err(RegionError::UnknownRegion(_))
+    ));
+    // Never issued here.
+    let other = RegionAllocator::<u32>::new(64).reserve(1, 1).unwrap().id;
+    let bogus = RegionId {
+        slot: 99,
+        generation: 1,
+    };
+    assert!(a.release(bogus).is_err());
+    assert!(a.release(other).is_err());
+    assert!(a
+        .release(bogus)
+        .unwrap_err()
+        .to_string()
+        .contains("region #99.1 is unknown"));
+}
+
+#[test]
+fn reclaim_returns_the_payload() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r = a.reserve(256, 1).unwrap();
+    a.set_payload(r.id, 7).unwrap();
+    assert_eq!(a.payload(r.id), Ok(Some(&7)));
+    assert_eq!(a.retain(r.id), Ok(2));
+    assert_eq!(a.reclaim(r.id), Ok((1, None)));
+    assert_eq!(a.reclaim(r.id), Ok((0, Some(7))));
+    assert_eq!(
+        a.regions().map(|r| r.has_payload).collect::<Vec<_>>(),
+        vec![false, false]
+    );
+    // The region is not cached: an exact re-reserve creates a new payload.
+    let r = a.reserve(256, 1).unwrap();
+    assert_eq!((r.offset, r.cached), (0, None));
+}
+
+#[test]
+fn release_keeps_the_payload_for_an_exact_reserve() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let big = a.reserve(512, 1).unwrap();
+    let cached = a.reserve(256, 1).unwrap();
+    assert_eq!(cached.offset, 512);
+    a.set_payload(cached.id, 9).unwrap();
+    let _tail = a.reserve(256, 1).unwrap();
+    a.release(big.id).unwrap();
+    a.release(cached.id).unwrap();
+    // First fit would take offset 0; the exact cached region is preferred.
+    let r = a.reserve(256, 256).unwrap();
+    assert_eq!(
+        (r.offset, r.size, r.cached, r.evicted),
+        (512, 256, Some(9), vec![])
+    );
+    // The region still owns the payload: no set_payload, reclaim returns it.
+    assert_eq!(a.payload(r.id), Ok(Some(&9)));
+    assert!(matches!(
+        a.set_payload(r.id, 10),
+        Err(RegionError::PayloadPresent {
+            offset: 512,
+            size: 256,
+            ..
+        })
+    ));
+    assert_eq!(a.reclaim(r.id), Ok((0, Some(9))));
+    // An alignment the cached offset does not meet: no reuse.
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let _pad = a.reserve(256, 1).unwrap();
+    let c = a.reserve(256, 1).unwrap();
+    a.set_payload(c.id, 3).unwrap();
+    a.release(c.id).unwrap();
+    let r = a.reserve(256, 512).unwrap();
+    assert_eq!((r.offset, r.cached), (512, None));
+    assert_eq!(a.regions().filter(|r| r.has_payload).count(), 1);
+}
+
+#[test]
+fn split_and_merge_evict_payloads() {
+    let mut a = RegionAllocator::<u32>::new(300);
+    let r1 = a.reserve(100, 1).unwrap();
+    let r2 = a.reserve(100, 1).unwrap();
+    let r3 = a.reserve(100, 1).unwrap();
+    a.set_payload(r1.id, 1).unwrap();
+    a.set_payload(r2.id, 2).unwrap();
+    a.set_payload(r3.id, 3).unwrap();
+    a.release(r1.id).unwrap();
+    a.release(r2.id).unwrap();
+    // Splitting a cached region evicts its payload.
+    let small = a.reserve(60, 1).unwrap();
+    assert_eq!(
+        (small.offset, small.cached, small.evicted),
+        (0, None, vec![1])
+    );
+    a.release(small.id).unwrap();
+    // No single free region holds 150 bytes; the run 0..200 does and is merged.
+    assert_eq!(
+        layout(&a),
+        vec![(0, 60, 0), (60, 40, 0), (100, 100, 0), (200, 100, 1)]
+    );
+    let r = a.reserve(150, 1).unwrap();
+    assert_eq!((r.offset, r.size), (0, 150));
+    assert_eq!(r.evicted, vec![2]);
+    assert_eq!(layout(&a), vec![(0, 150, 1), (150, 50, 0), (200, 100, 1)]);
+    assert!(a.reserve(51, 1).is_none());
+    // collect returns the payloads of merged regions only.
+    a.release(r3.id).unwrap();
+    assert_eq!(a.collect(), vec![3]);
+    assert_eq!(layout(&a), vec![(0, 150, 1), (150, 150, 0)]);
+}
+
+#[test]
+fn set_payload_needs_a_reserved_region() {
+    let mut a = RegionAllocator::<u32>::new(64);
+    let r = a.reserve(64, 1).unwrap();
+    a.release(r.id).unwrap();
+    assert!(matches!(
+        a.set_payload(r.id, 1),
+        Err(RegionError::NotInUse { .. })
+    ));
+    assert_eq!(
+        a.payload(r.id).unwrap_err().to_string(),
+        format!(
+            "{} at offset 0 B, size 64 B is not in use (already released)",
+            r.id
+        )
+    );
+}
+
+#[test]
+fn drain_returns_every_payload_and_resets() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 1).unwrap();
+    let r2 = a.reserve(100, 1).unwrap();
+    a.set_payload(r1.id, 1).unwrap();
+    a.set_payload(r2.id, 2).unwrap();
+    a.release(r2.id).unwrap();
+    let mut got = a.drain();
+    got.sort();
+    assert_eq!(got, vec![1, 2]);
+    assert_eq!(layout(&a), vec![(0, 1024, 0)]);
+    assert_eq!(a.reserved(), 0);
+    assert!(matches!(
+        a.release(r1.id),
+        Err(RegionError::UnknownRegion(_))
+    ));
+    let r = a.reserve(8, 1).unwrap();
+    assert_eq!(r.offset, 0);
+    assert!(a.drain().is_empty());
+}
+
+/// Releases the region with one user and a payload of each of `sizes` (reserved
+/// in that order from offset 0, payloads 1, 2, ...), in that order.
+fn cache_sizes(a: &mut RegionAllocator<u32>, sizes: &[u64]) -> Vec<RegionId> {
+    let ids: Vec<RegionId> = sizes
+        .iter()
+        .zip(1..)
+        .map(|(&size, payload)| {
+            let r = a.reserve(size, 1).unwrap();
+            a.set_payload(r.id, payload).unwrap();
+            r.id
+        })
+        .collect();
+    for &id in &ids {
+        a.release(id).unwrap();
+    }
+    ids
+}
+
+fn cached_sizes<T>(a: &RegionAllocator<T>) -> Vec<u64> {
+    let mut sizes: Vec<u64> = a
+        .regions()
+        .filter(|r| !r.in_use && r.has_payload)
+        .map(|r| r.size)
+        .collect();
+    sizes.sort();
+    sizes.dedup();
+    sizes
+}
+
+#[test]
+fn a_full_cache_refuses_a_new_size_and_admits_one_that_comes_back() {
+    let mut a = RegionAllocator::<u32>::new(1 << 20);
+    let sizes: Vec<u64> = (1..=17).map(|i| i * 100).collect();
+    let ids = cache_sizes(&mut a, &sizes);
+    let end: u64 = sizes.iter().sum();
+    // 16 sizes cached; the 17th (1700 B at 13600) was refused: no payload, merged
+    // with the free rest of the block, its handle stale.
+    assert_eq!(cached_sizes(&a), sizes[..16].to_vec());
+    let free: Vec<(u64, u64, u32)> = layout(&a).into_iter().skip(16).collect();
+    assert_eq!(free, vec![(end - 1700, (1 << 20) - (end - 1700), 0)]);
+    assert!(matches!(
+        a.release(ids[16]),
+        Err(RegionError::UnknownRegion(_))
+    ));
+    // Its payload comes back with the next reservation, which takes its place.
+    let r = a.reserve(1700, 1).unwrap();
+    assert_eq!(
+        (r.offset, r.cached, r.evicted),
+        (end - 1700, None, vec![17])
+    );
+    a.set_payload(r.id, 18).unwrap();
+    // Released again while remembered: cached, in place of the size least recently
+    // released (100 B, payload 1), whose payload the next reservation hands back.
+    a.release(r.id).unwrap();
+    let mut want = sizes[1..].to_vec();
+    assert_eq!(cached_sizes(&a), want);
+    assert_eq!(
+        a.regions().next().unwrap(),
+        RegionInfo {
+            offset: 0,
+            size: 100,
+            in_use: false,
+            use_count: 0,
+            has_payload: false,
+        }
+    );
+    let r = a.reserve(50, 1).unwrap();
+    assert_eq!((r.offset, r.cached, r.evicted), (0, None, vec![1]));
+    // The cached sizes are still reused exactly, the new one included.
+    let r = a.reserve(1700, 1).unwrap();
+    assert_eq!((r.offset, r.cached), (end - 1700, Some(18)));
+    a.release(r.id).unwrap();
+    let r = a.reserve(200, 1).unwrap();
+    assert_eq!((r.offset, r.cached), (100, Some(2)));
+    a.release(r.id).unwrap();
+    // A size released again moves to the back: 300 B is now the least recently
+    // released, and goes when a refused size comes back.
+    assert!(a.reserve(1800, 1).unwrap().evicted.is_empty());
+    let r = a.reserve(1900, 1).unwrap();
+    a.set_payload(r.id, 19).unwrap();
+    a.release(r.id).unwrap();
+    assert!(!cached_sizes(&a).contains(&1900));
+    let r = a.reserve(1900, 1).unwrap();
+    assert_eq!((r.cached, r.evicted), (None, vec![19]));
+    a.set_payload(r.id, 20).unwrap();
+    a.release(r.id).unwrap();
+    want.retain(|&s| s != 300);
+    want.push(1900);
+    assert_eq!(cached_sizes(&a), want);
+    // 3 (300 B, evicted and queued) comes back with the merged regions.
+    let rest = a.collect();
+    assert!(rest.contains(&3));
+    a.check_indexes();
+}
+
+#[test]
+fn the_bound_is_on_sizes_not_regions() {
+    // 300 regions of one size, all alive at once, are all reused.
+    let mut a = RegionAllocator::<u32>::with_granularity(1 << 20, 32);
+    cache_sizes(&mut a, &[1000; 300]);
+    assert_eq!(a.regions().filter(|r| r.has_payload).count(), 300);
+    let mut reused: Vec<u32> = (0..300)
+        .map(|_| {
+            let r = a.reserve(1000, 1).unwrap();
+            assert!(r.evicted.is_empty());
+            r.cached.unwrap()
+        })
+        .collect();
+    reused.sort();
+    assert_eq!(reused, (1..=300).collect::<Vec<u32>>());
+}
+
+#[test]
+fn evicted_payloads_are_handed_back_by_collect_and_drain() {
+    let mut a = RegionAllocator::<u32>::new(1 << 20);
+    let sizes: Vec<u64> = (1..=18).map(|i| i * 64).collect();
+    cache_sizes(&mut a, &sizes);
+    // 17 and 18 refused, queued; collect hands them back with the merged regions.
+    let mut got = a.collect();
+    got.sort();
+    assert_eq!(got, (1..=18).collect::<Vec<u32>>());
+    assert_eq!(layout(&a), vec![(0, 1 << 20, 0)]);
+    // And drain: 17 refused and queued, 99 in use.
+    let mut b = RegionAllocator::<u32>::new(1 << 20);
+    cache_sizes(&mut b, &sizes[..16]);
+    let r = b.reserve(4096, 1).unwrap();
+    b.set_payload(r.id, 99).unwrap();
+    let r = b.reserve(17 * 64, 1).unwrap();
+    b.set_payload(r.id, 17).unwrap();
+    b.release(r.id).unwrap();
+    assert_eq!(cached_sizes(&b), sizes[..16].to_vec());
+    let mut got = b.drain();
+    got.sort();
+    let mut want: Vec<u32> = (1..=17).collect();
+    want.push(99);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn runs_are_found_from_free_regions() {
+    // Free pieces with and without payload between regions in use.
+    let mut a = RegionAllocator::<u32>::new(401);
+    let ids: Vec<RegionId> = [60u64, 40, 100, 50, 70, 80, 1]
+        .iter()
+        .zip(1..)
+        .map(|(&size, payload)| {
+            let r = a.reserve(size, 1).unwrap();
+            a.set_payload(r.id, payload).unwrap();
+            r.id
+        })
+        .collect();
+    for i in [0, 4] {
+        assert_eq!(a.reclaim(ids[i]), Ok((0, Some(i as u32 + 1))));
+    }
+    for i in [1, 3, 5] {
+        a.release(ids[i]).unwrap();
+    }
+    assert_eq!(
+        a.regions()
+            .map(|r| (r.offset, r.size, r.use_count, r.has_payload))
+            .collect::<Vec<_>>(),
+        vec![
+            (0, 60, 0, false),
+            (60, 40, 0, true),
+            (100, 100, 1, true),
+            (200, 50, 0, true),
+            (250, 70, 0, false),
+            (320, 80, 0, true),
+            (400, 1, 1, true)
+        ]
+    );
+    // No single free region holds 150 B; the run 0..100 is too short, 200..400 is
+    // not, and only its prefix up to 400 is merged.
+    let mut r = a.reserve(150, 1).unwrap();
+    r.evicted.sort();
+    assert_eq!((r.offset, r.evicted), (200, vec![4, 6]));
+    assert_eq!(
+        layout(&a),
+        vec![
+            (0, 60, 0),
+            (60, 40, 0),
+            (100, 100, 1),
+            (200, 150, 1),
+            (350, 50, 0),
+            (400, 1, 1)
+        ]
+    );
+    let r = a.reserve(100, 1).unwrap();
+    assert_eq!((r.offset, r.evicted), (0, vec![2]));
+    assert!(a.reserve(51, 1).is_none());
+    assert_eq!(a.reserve(50, 1).map(|r| r.offset), Some(350));
+}
+
+#[test]
+fn retain_overflow_is_an_error() {
+    let mut a = RegionAllocator::<u32>::new(64);
+    let r = a.reserve(8, 1).unwrap();
+    a.get_mut(r.id).unwrap().use_count = u32::MAX;
+    assert!(matches!(
+        a.retain(r.id),
+        Err(RegionError::TooManyUsers {
+            offset: 0,
+            size: 8,
+            ..
+        })
+    ));
+    assert_eq!(a.info(r.id).unwrap().use_count, u32::MAX);
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    const BLOCK: u64 = 16 * 1024 * 1024;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Reserve {
+            size: u64,
+            align: u64,
+            payload: bool,
+        },
+        Retain(usize),
+        Release(usize),
+        Reclaim(usize),
+        Collect,
+        ReleaseDead(usize),
+        /// Release a region with one user to zero and reserve its size again, twice.
+        Reuse(usize),
+    }
+
+    /// 1 B to 1 MiB; a third from a few sizes, so that released regions get reused,
+    /// and a third below 8 KiB, so that more than `MAX_CACHED_SIZES` sizes get
+    /// cached and the bound evicts.
+    fn size() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            1u64..=1024 * 1024,
+            prop::sample::select(vec![1u64, 100, 4096, 65536, 300_000, 1024 * 1024]),
+            1u64..=8192,
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        op_with(1)
+    }
+
+    /// `collect`: the weight of `Op::Collect`, which merges (so evicts) most cached
+    /// regions; 0 lets more than `MAX_CACHED_SIZES` sizes pile up.
+    fn op_with(collect: u32) -> impl Strategy<Value = Op> {
+        let align = prop_oneof![
+            4 => (0u32..=12).prop_map(|p| 1u64 << p),
+            1 => 0u64..=4096,
+        ];
+        prop_oneof![
+            5 => (size(), align, any::<bool>())
+                .prop_map(|(size, align, payload)| Op::Reserve { size, align, payload }),
+            1 => any::<usize>().prop_map(Op::Retain),
+            3 => any::<usize>().prop_map(Op::Release),
+            2 => any::<usize>().prop_map(Op::Reclaim),
+            collect => Just(Op::Collect),
+            1 => any::<usize>().prop_map(Op::ReleaseDead),
+            2 => any::<usize>().prop_map(Op::Reuse),
+        ]
+    }
+
+    struct Live {
+        id: RegionId,
+        offset: u64,
+        size: u64,
+        count: u32,
+        token: Option<u64>,
+    }
+
+    /// Tokens the allocator owns, with the (offset, size) of their region.
+    type Tokens = HashMap<u64, (u64, u64)>;
+
+    fn check(a: &RegionAllocator<u64>, live: &[Live], tokens: &Tokens) {
+        a.check_indexes();
+        let regions: Vec<RegionInfo> = a.regions().collect();
+        let mut at = 0;
+        for r in &regions {
+            assert_eq!(r.offset, at, "gap or overlap at {at}: {regions:?}");
+            assert!(r.size > 0);
+            assert_eq!(r.in_use, r.use_count > 0);
+            at += r.size;
+        }
+        assert_eq!(at, BLOCK);
+        let mut used: Vec<(u64, u64, u32)> = regions
+            .iter()
+            .filter(|r| r.in_use)
+            .map(|r| (r.offset, r.size, r.use_count))
+            .collect();
+        let mut want: Vec<(u64, u64, u32)> =
+            live.iter().map(|l| (l.offset, l.size, l.count)).collect();
+        used.sort();
+        want.sort();
+        assert_eq!(used, want);
+        assert_eq!(a.reserved(), live.iter().map(|l| l.size).sum::<u64>());
+        assert_eq!(a.is_empty(), live.is_empty());
+        // Every payload the allocator owns is on a region or queued, once.
+        assert_eq!(
+            regions.iter().filter(|r| r.has_payload).count() + a.evicted.len(),
+            tokens.len()
+        );
+        for t in &a.evicted {
+            assert!(tokens.contains_key(t), "queued payload {t}");
+            assert!(
+                a.order().all(|s| a.region(s).payload != Some(*t)),
+                "queued payload {t} still on a region"
+            );
+        }
+        for l in live {
+            assert_eq!(a.payload(l.id).unwrap().copied(), l.token);
+        }
+        // The bound: cached regions have at most MAX_CACHED_SIZES sizes.
+        assert!(cached_sizes(a).len() <= MAX_CACHED_SIZES);
+        // Every kept payload, free regions included, sits where it was bound.
+        for s in a.order() {
+            let r = a.region(s);
+            if let Some(t) = r.payload {
+                assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)), "payload {t}");
+            }
+        }
+    }
+
+    fn give_back(tokens: &mut Tokens, returned: Vec<u64>) {
+        for t in returned {
+            assert!(
+                tokens.remove(&t).is_some(),
+                "token {t} returned twice or never owned"
+            );
+        }
+    }
+
+    /// Whether some maximal run of free regions could hold `want` bytes at `align`.
+    fn could_fit(a: &RegionAllocator<u64>, want: u64, align: u64) -> bool {
+        let regions: Vec<RegionInfo> = a.regions().collect();
+        let mut i = 0;
+        while i < regions.len() {
+            if regions[i].in_use {
+                i += 1;
+                continue;
+            }
+            let start = regions[i].offset;
+            let mut end = regions[i].offset + regions[i].size;
+            while i + 1 < regions.len() && !regions[i + 1].in_use {
+                i += 1;
+                end = regions[i].offset + regions[i].size;
+            }
+            if start.next_multiple_of(align) + want <= end {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    fn run(ops: Vec<Op>, granularity: u64) {
+        let mut a = RegionAllocator::<u64>::with_granularity(BLOCK, granularity);
+        let mut live: Vec<Live> = Vec::new();
+        let mut dead: Vec<RegionId> = Vec::new();
+        let mut tokens = Tokens::new();
+        let mut next_token = 0u64;
+        for op in ops {
+            match op {
+                Op::Reserve {
+                    size,
+                    align,
+                    payload,
+                } => {
+                    let align_eff = align.max(1).next_power_of_two();
+                    let want = round_up(size, granularity).unwrap();
+                    match a.reserve(size, align) {
+                        Some(r) => {
+                            assert_eq!(r.offset % align_eff, 0);
+                            assert_eq!(r.size, want);
+                            assert!(r.offset + r.size <= BLOCK);
+                            give_back(&mut tokens, r.evicted);
+                            let token = match r.cached {
+                                Some(t) => {
+                                    assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)));
+                                    Some(t)
+                                }
+                                None if payload => {
+                                    next_token += 1;
+                                    a.set_payload(r.id, next_token).unwrap();
+                                    tokens.insert(next_token, (r.offset, r.size));
+                                    Some(next_token)
+                                }
+                                None => None,
+                            };
+                            live.push(Live {
+                                id: r.id,
+                                offset: r.offset,
+                                size: r.size,
+                                count: 1,
+                                token,
+                            });
+                        }
+                        None => {
+                            assert!(!could_fit(&a, want, align_eff), "{want} @ {align_eff} fits")
+                        }
+                    }
+                }
+                Op::Retain(i) if !live.is_empty() => {
+                    let n = live.len();
+                    let l = &mut live[i % n];
+                    l.count += 1;
+                    assert_eq!(a.retain(l.id), Ok(l.count));
+                }
+                Op::Release(i) | Op::Reclaim(i) if !live.is_empty() => {
+                    let k = i % live.len();
+                    let l = &mut live[k];
+                    l.count -= 1;
+                    if matches!(op, Op::Release(_)) {
+                        assert_eq!(a.release(l.id), Ok(l.count));
+                    } else {
+                        let (count, payload) = a.reclaim(l.id).unwrap();
+                        assert_eq!(count, l.count);
+                        if count == 0 {
+                            assert_eq!(payload, l.token);
+                            give_back(&mut tokens, payload.into_iter().collect());
+                        } else {
+                            assert_eq!(payload, None);
+                        }
+                    }
+                    if l.count == 0 {
+                        dead.push(live.swap_remove(k).id);
+                    }
+                }
+                Op::Collect => {
+                    let evicted = a.collect();
+                    give_back(&mut tokens, evicted);
+                    let regions: Vec<RegionInfo> = a.regions().collect();
+                    for w in regions.windows(2) {
+                        assert!(
+                            w[0].in_use || w[1].in_use,
+                            "adjacent free regions after collect"
+                        );
+                    }
+                }
+                Op::Reuse(i) if !live.is_empty() => {
+                    let k = i % live.len();
+                    if live[k].count != 1 {
+                        continue;
+                    }
+                    let mut refused = false;
+                    for round in 0..2 {
+                        let l = &mut live[k];
+                        let (offset, size, token) = (l.offset, l.size, l.token);
+                        assert_eq!(a.release(l.id), Ok(0));
+                        // Kept (cached), or refused by the full cache: the payload is
+                        // queued and the region merged (its handle may be stale).
+                        let kept = a.info(l.id).is_ok_and(|r| r.has_payload);
+                        assert!(!kept || token.is_some());
+                        // A size refused is remembered: released again at once, kept.
+                        if round == 1 && refused {
+                            assert!(kept, "a refused size came back and was refused");
+                        }
+                        refused = token.is_some() && !kept;
+                        let r = a.reserve(size, 1).expect("the space just released");
+                        give_back(&mut tokens, r.evicted);
+                        if kept {
+                            // The most recently released of its size comes back first.
+                            assert_eq!((r.offset, r.cached), (offset, token));
+                        } else if let Some(t) = token {
+                            // Refused: no region of that size is cached.
+                            assert_eq!(r.cached, None);
+                            assert!(!tokens.contains_key(&t), "refused payload {t} kept");
+                        } else if let Some(t) = r.cached {
+                            // Another region of that size, cached earlier.
+                            assert_eq!(tokens.get(&t), Some(&(r.offset, r.size)));
+                        }
+                        let token = match r.cached {
+                            Some(t) => Some(t),
+                            None => {
+                                next_token += 1;
+                                a.set_payload(r.id, next_token).unwrap();
+                                tokens.insert(next_token, (r.offset, r.size));
+                                Some(next_token)
+                            }
+                        };
+                        dead.push(l.id);
+                        *l = Live {
+                            id: r.id,
+                            offset: r.offset,
+                            size: r.size,
+                            count: 1,
+                            token,
+                        };
+                        check(&a, &live, &tokens);
+                    }
+                }
+                Op::ReleaseDead(i) if !dead.is_empty() => {
+                    let id = dead[i % dead.len()];
+                    let before = a.reserved();
+                    assert!(a.release(id).is_err());
+                    assert!(a.reclaim(id).is_err());
+                    assert!(a.retain(id).is_err());
+                    assert!(a.set_payload(id, u64::MAX).is_err());
+                    assert_eq!(a.reserved(), before);
+                }
+                _ => {}
+            }
+            check(&a, &live, &tokens);
+        }
+        for l in live.drain(..) {
+            for left in (0..l.count).rev() {
+                assert_eq!(a.release(l.id), Ok(left));
+            }
+            assert!(a.release(l.id).is_err());
+        }
+        give_back(&mut tokens, a.collect());
+        let regions: Vec<RegionInfo> = a.regions().collect();
+        assert_eq!(regions.len(), 1);
+        assert_eq!(
+            (regions[0].offset, regions[0].size, regions[0].in_use),
+            (0, BLOCK, false)
+        );
+        give_back(&mut tokens, a.drain());
+        assert!(tokens.is_empty(), "payloads lost: {tokens:?}");
+    }
+
+    proptest! {
+        #[test]
+        fn regions_tile_the_block(
+            ops in prop::collection::vec(op(), 1..300),
+            granularity in prop_oneof![Just(0u64), Just(32), Just(256)],
+        ) {
+            run(ops, granularity);
+        }
+
+        /// Without `collect`, the cache fills up: eviction of the size least
+        /// recently released, refusal of new sizes, admission of refused ones.
+        #[test]
+        fn the_cache_bound_holds(
+            ops in prop::collection::vec(op_with(0), 100..400),
+            granularity in prop_oneof![Just(0u64), Just(32), Just(256)],
+        ) {
+            run(ops, granularity);
+        }
+    }
+}
