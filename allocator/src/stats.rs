@@ -209,7 +209,7 @@ impl Stats {
         self.device_memory_peak_bytes.load(Ordering::Relaxed)
     }
 
-    /// The latest placements (at most [`PLACEMENT_LOG`]), oldest first.
+    /// The latest placements (at most 4096), oldest first.
     pub fn placements(&self) -> Vec<Placement> {
         self.placements
             .lock()

@@ -1,6 +1,6 @@
 //! Throughput plots: one horizontal bar per measured copy, GB/s on a log scale
-//! (the paths we compare span four orders of magnitude: 0.05 GB/s through
-//! BAR-mapped VRAM to 390 GB/s device to device). SVG, drawn with plotters.
+//! (the paths span orders of magnitude, from reads of BAR-mapped VRAM to
+//! device-to-device copies). SVG, drawn with plotters.
 
 use std::path::Path;
 

@@ -36,7 +36,7 @@ const FIELDS: [&str; 5] = [
 /// | `nearest_multiple` | 32 B | 32 B | Halide's; region sizes are rounded up to it |
 ///
 /// Blocks on heaps of at most 1 GiB are further capped at 1/8 of the heap, as VMA
-/// does (see [`BlockPool`](crate::memory::block::BlockPool)).
+/// does (the block pool of each memory type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AllocConfig {
     /// Bytes of all blocks of one memory type together; 0 = no limit.

@@ -14,42 +14,21 @@
 //! buffer would no longer match it.
 //!
 //! Halide caches every released buffer. With many distinct sizes that fragments the
-//! block for nothing: in the allocator benchmark (`bench/README.md`, sizes 1 KiB to
-//! 1 MiB log-uniform), a 32 MiB block broke up into about 1 500 regions, 98% of the
-//! reserves missed the cache all the same, and every reserve walked the regions: 700
-//! ns per reserve+release at this level (replaying the benchmark's requests without
-//! Vulkan), 3.1 µs with 256 regions held at once, and 3.5 to 9 times gpu-allocator's
-//! time in the benchmark. So each block caches regions of at most
-//! [`MAX_CACHED_SIZES`] (16) distinct sizes. The bound is on sizes, not on regions,
-//! so that repeated requests of a few sizes (the common case: the same tensor shapes
-//! again and again) keep every buffer however many are alive at once: 256 regions of
-//! 64 KiB released together are all reused by the next 256 requests. A bound of 16
-//! *regions* would drop 240 of them per round, a `vkCreateBuffer` per reserve in the
-//! benchmark's fixed-size batch rows.
+//! block: every reserve walks ever more regions, and most still miss the cache. So
+//! each block caches regions of at most [`MAX_CACHED_SIZES`] distinct sizes. The
+//! bound is on sizes, not on regions, so that repeated requests of a few sizes (the
+//! same tensor shapes again and again) keep every buffer however many are alive at
+//! once.
 //!
-//! When 16 sizes are cached, a region released with a 17th size is not cached: its
+//! When those sizes are cached, a region released with a new size is not cached: its
 //! payload is evicted at once, unless that size was refused lately (it is among the
 //! last [`GHOSTS`] sizes refused, the "ghosts" of ARC and 2Q): then it is cached and
 //! the size least recently released is evicted instead, all its regions. Sizes that
 //! come back get in, one-off sizes do not flush them out, and a workload whose sizes
-//! change gets its new sizes cached from their second release. Measured in the
-//! benchmark's "mixed single" row (lavapipe; ns per reserve+release, best runs; the
-//! hit rates at the region level):
-//!
-//! | when full, a new size | ns | cache hits |
-//! |---|---:|---:|
-//! | evicts the size least recently released (plain LRU) | 265 | 2.0% |
-//! | is never cached (the region just released is evicted) | 232 | 3.3% |
-//! | is cached if refused lately (this) | 250 | 7.6% |
-//! | gpu-allocator, with a buffer created and destroyed, for scale | 240-260 | |
-//!
-//! Plain LRU evicts an older cached region elsewhere in the block on every release
-//! of a one-off size, so cached islands keep moving and the free space stays in more
-//! pieces; it also flushes the sizes that do repeat. Never caching a new size is the
-//! fastest here, where the first 16 sizes happen to sit packed at the start of a
-//! fresh block, but a workload whose sizes change would never cache its new ones. The
-//! hit rate counts more on a real driver, where `vkCreateBuffer` costs more than on
-//! lavapipe.
+//! change gets its new sizes cached from their second release. Plain LRU would move
+//! cached islands around the block on every one-off size and flush the sizes that
+//! repeat; never caching a new size would never cache a changed workload's sizes.
+//! The measurements behind this are in `bench/README.md` ("Bounded buffer cache" there).
 //!
 //! Evicted payloads are queued and handed back, for the caller to destroy, by the
 //! next `reserve` in this block ([`Reservation::evicted`]), by `collect` or by
@@ -58,8 +37,7 @@
 //! A region whose payload is evicted merges with its free neighbours without
 //! payload, and so do the pieces a reservation splits off (alignment padding, the
 //! rest of a larger region), so the free space is as few pieces as the reserved and
-//! cached regions allow: in the benchmark above, about 25 regions per block instead
-//! of 1 500. A region released without a payload (`release` of a region that never
+//! cached regions allow. A region released without a payload (`release` of a region that never
 //! got one, or `reclaim`) is left as it is, as in Halide, so that a second release of
 //! its handle is still reported as [`RegionError::NotInUse`] with its offset and
 //! size; it merges when a neighbour does, or on `collect`. (vkcopy binds a buffer to

@@ -99,7 +99,7 @@ impl DeviceInfo {
     }
 }
 
-/// A physical device as listed by [`list_devices`].
+/// A physical device as listed by [`Context::list_devices`](crate::Context::list_devices).
 #[derive(Clone, Debug)]
 pub struct DeviceSummary {
     /// Index in `vkEnumeratePhysicalDevices`.

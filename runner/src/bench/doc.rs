@@ -17,7 +17,7 @@ pub struct BenchDoc {
     pub device: String,
     pub driver: String,
     pub host: String,
-    /// UTC, `2026-12-01T11:29:53Z`.
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub time: String,
     pub results: Vec<BenchResult>,
 }

@@ -1,5 +1,5 @@
 //! Where and when a bench run was made, as the CUDA reference records them:
-//! the host's name and the UTC time as `2026-12-01T11:29:53Z`.
+//! the host's name and the UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
