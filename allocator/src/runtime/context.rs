@@ -15,7 +15,7 @@ use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile};
 use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::options::{ContextOptions, DeviceCopy};
-use crate::runtime::staging::Staging;
+use crate::runtime::ring::Staging;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};

@@ -11,5 +11,6 @@ pub(crate) mod dispatch;
 mod malloc;
 pub(crate) mod options;
 pub(crate) mod plan;
+mod ring;
 mod staging;
 mod transfer;

@@ -8,7 +8,7 @@
 //! GPU side of a window use the same layout.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 use ash::vk;
 
@@ -30,22 +30,6 @@ const MAX_THREADS: usize = 8;
 
 /// Regions per `vkCmdCopyBuffer` call.
 const MAX_REGIONS_PER_CALL: usize = 1 << 16;
-
-/// The staging chunks of one context, per direction.
-#[derive(Default)]
-pub(crate) struct Staging {
-    upload: Mutex<Vec<Arc<Region>>>,
-    readback: Mutex<Vec<Arc<Region>>>,
-}
-
-impl Staging {
-    /// Gives the chunks back to the allocator; later copies allocate them again.
-    pub(crate) fn release(&self) {
-        for ring in [&self.upload, &self.readback] {
-            ring.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        }
-    }
-}
 
 /// One contiguous piece of a window: `len` bytes at `src` and `dst` (offsets of
 /// the plan) and at `slot` in the staging chunk.
@@ -233,17 +217,11 @@ fn record_pieces(
 }
 
 impl Context {
-    /// The ring of `role` with at least `n` chunks, allocating the missing ones.
+    /// The ring of `role` with at least `n` chunks of [`CHUNK`] bytes.
     fn ring(&self, role: Role, n: usize) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
-        let ring = match role {
-            Role::Upload => &self.inner.staging.upload,
-            _ => &self.inner.staging.readback,
-        };
-        let mut slots = ring.lock().unwrap_or_else(|p| p.into_inner());
-        while slots.len() < n {
-            slots.push(self.allocate_region(role, CHUNK)?);
-        }
-        Ok(slots)
+        self.inner
+            .staging
+            .ring(&self.inner.allocator, role, n, CHUNK)
     }
 
     /// Device to host through the readback ring: `plan` from `src` (buffer, byte
