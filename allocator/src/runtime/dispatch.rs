@@ -18,9 +18,9 @@
 use ash::vk;
 
 use crate::buffer::Buffer;
-use crate::error::{Error, Result, VkContext};
+use crate::error::{Error, Result};
 use crate::runtime::context::Context;
-use crate::stats::Stats;
+use crate::vk::descriptors::DescriptorSets;
 pub use crate::vk::pipelines::PipelineStats;
 
 /// Most storage buffers one dispatch binds.
@@ -54,26 +54,6 @@ pub struct Dispatch<'a> {
     pub bindings: Vec<Binding>,
     /// Workgroups in x.
     pub groups: u64,
-}
-
-/// A descriptor pool for one kernel call, destroyed (with its sets) on drop.
-struct Pool<'a> {
-    device: &'a ash::Device,
-    stats: &'a Stats,
-    pool: vk::DescriptorPool,
-    sets: u64,
-}
-
-impl Drop for Pool<'_> {
-    fn drop(&mut self) {
-        // SAFETY: the pool is dropped after the submission that used its sets
-        // completed (the submitter waits for its fence) or was never submitted.
-        unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
-        for _ in 0..self.sets {
-            self.stats.descriptor_set_destroyed();
-        }
-        self.stats.descriptor_pool_destroyed();
-    }
 }
 
 /// The bound range of a view of bytes `start..end` of a `VkBuffer` of `vk_size`
@@ -206,36 +186,9 @@ impl Context {
             pipelines.push(cache.pipeline(device, stats, d.shader.key, d.shader.spirv)?);
         }
 
-        let count = dispatches.len() as u32;
         let descriptors: u32 = dispatches.iter().map(|d| d.bindings.len() as u32).sum();
-        let sizes = [vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: descriptors.max(1),
-        }];
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(count.max(1))
-            .pool_sizes(&sizes);
-        // SAFETY: valid create info referring to a local; destroyed by `Pool::drop`.
-        let pool =
-            unsafe { device.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
-        stats.descriptor_pool_created();
-        let mut pool = Pool {
-            device,
-            stats,
-            pool,
-            sets: 0,
-        };
-        let layouts = vec![set_layout; dispatches.len()];
-        let alloc = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(pool.pool)
-            .set_layouts(&layouts);
-        // SAFETY: the pool has room for `count` sets of these layouts.
-        let sets =
-            unsafe { device.allocate_descriptor_sets(&alloc) }.vk("vkAllocateDescriptorSets")?;
-        for _ in &sets {
-            stats.descriptor_set_created();
-        }
-        pool.sets = sets.len() as u64;
+        let pool = DescriptorSets::new(device, stats, set_layout, dispatches.len(), descriptors)?;
+        let sets = pool.sets.as_slice();
 
         let infos: Vec<Vec<[vk::DescriptorBufferInfo; 1]>> = dispatches
             .iter()
@@ -274,7 +227,7 @@ impl Context {
             .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
         s.submitter.run(|cmd| {
             for (i, ((d, &pipeline), &set)) in
-                dispatches.iter().zip(&pipelines).zip(&sets).enumerate()
+                dispatches.iter().zip(&pipelines).zip(sets).enumerate()
             {
                 let groups = d.groups.clamp(1, max_groups) as u32;
                 // SAFETY: the command buffer is recording; pipeline, layout and set

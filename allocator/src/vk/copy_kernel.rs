@@ -9,6 +9,7 @@ use ash::vk;
 
 use crate::error::{Result, VkContext};
 use crate::stats::Stats;
+use crate::vk::descriptors::DescriptorSets;
 
 include!(concat!(env!("OUT_DIR"), "/copy_spirv.rs"));
 
@@ -46,25 +47,8 @@ pub(crate) struct CopyKernel {
     pipeline: vk::Pipeline,
 }
 
-/// Descriptor sets of one submission, one per leg; the pool is destroyed on drop.
-pub(crate) struct LegSets<'a> {
-    device: &'a ash::Device,
-    stats: &'a Stats,
-    pool: vk::DescriptorPool,
-    sets: Vec<vk::DescriptorSet>,
-}
-
-impl Drop for LegSets<'_> {
-    fn drop(&mut self) {
-        // SAFETY: dropped after the submission that used the sets completed (the
-        // submitter waits for its fence) or when nothing was submitted.
-        unsafe { self.device.destroy_descriptor_pool(self.pool, None) };
-        for _ in &self.sets {
-            self.stats.descriptor_set_destroyed();
-        }
-        self.stats.descriptor_pool_destroyed();
-    }
-}
+/// Descriptor sets of one submission, one per leg.
+pub(crate) type LegSets<'a> = DescriptorSets<'a>;
 
 impl CopyKernel {
     /// Creates the layouts, module and pipeline; nothing is left behind on failure.
@@ -189,34 +173,13 @@ impl CopyKernel {
         stats: &'a Stats,
         legs: &[Leg],
     ) -> Result<LegSets<'a>> {
-        let count = legs.len().max(1) as u32;
-        let sizes = [vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: count * BINDINGS,
-        }];
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(count)
-            .pool_sizes(&sizes);
-        // SAFETY: valid create info referring to locals; destroyed by `LegSets::drop`.
-        let pool =
-            unsafe { device.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
-        stats.descriptor_pool_created();
-        let mut out = LegSets {
+        let out = DescriptorSets::new(
             device,
             stats,
-            pool,
-            sets: Vec::new(),
-        };
-        let layouts = vec![self.set_layout; legs.len()];
-        let alloc = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(pool)
-            .set_layouts(&layouts);
-        // SAFETY: the pool has room for one set of this layout per leg.
-        out.sets =
-            unsafe { device.allocate_descriptor_sets(&alloc) }.vk("vkAllocateDescriptorSets")?;
-        for _ in &out.sets {
-            stats.descriptor_set_created();
-        }
+            self.set_layout,
+            legs.len(),
+            legs.len() as u32 * BINDINGS,
+        )?;
         let infos: Vec<[[vk::DescriptorBufferInfo; 1]; 2]> = legs
             .iter()
             .map(|l| {

@@ -6,6 +6,7 @@
 pub(crate) mod adapter;
 pub(crate) mod allocator;
 pub(crate) mod copy_kernel;
+pub(crate) mod descriptors;
 pub(crate) mod device;
 pub(crate) mod import;
 pub(crate) mod instance;
