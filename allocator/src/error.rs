@@ -100,6 +100,23 @@ pub enum Error {
     #[error("device_crop_failed: {0}")]
     CropFailed(String),
 
+    /// The device was lost (`VK_ERROR_DEVICE_LOST`); the context refuses further work.
+    #[error("device_lost: {0}")]
+    DeviceLost(String),
+
+    /// An async copy was started after one that failed.
+    #[error("dependency_failed: {0}")]
+    DependencyFailed(String),
+
+    /// A wait for the device did not end within the context's timeout.
+    #[error("timeout: {op} did not finish within {after:?}")]
+    Timeout {
+        /// What was waited for.
+        op: String,
+        /// The timeout.
+        after: std::time::Duration,
+    },
+
     /// A memory table is malformed.
     #[error(transparent)]
     Table(#[from] TableError),
@@ -128,6 +145,9 @@ impl Error {
             Error::UnsupportedType { .. } => "unsupported_type",
             Error::KernelCompileFailed(_) => "kernel_compile_failed",
             Error::CropFailed(_) => "device_crop_failed",
+            Error::DeviceLost(_) => "device_lost",
+            Error::DependencyFailed(_) => "dependency_failed",
+            Error::Timeout { .. } => "timeout",
             Error::Table(_) => "bad_memory_table",
             Error::Select(_) => "device_malloc_failed",
         }

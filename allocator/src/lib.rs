@@ -67,6 +67,7 @@ pub use runtime::context::{Context, COUNTER_NAMES};
 pub use runtime::copy_choice::CopyCalibration;
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
+pub use runtime::pending::{Event, HostEvent, Pending};
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};

@@ -90,7 +90,7 @@ pub struct Stats {
     pub command_pools: Counter,
     /// Command buffers.
     pub command_buffers: Counter,
-    /// Fences.
+    /// Fences and semaphores.
     pub fences: Counter,
     /// Device allocations handed to buffers (Halide's "Reserved memory for device region").
     pub regions: Counter,
@@ -110,8 +110,10 @@ pub struct Stats {
     /// modules and pipelines (one each per cached kernel), and layouts.
     kept_kernels: AtomicU64,
     kept_layouts: AtomicU64,
-    /// Command buffers and fences (one each per lane) the context's submitter keeps.
-    kept_commands: AtomicU64,
+    /// Submitters the context keeps (a command pool and a timeline semaphore each),
+    /// and their command buffers.
+    kept_submitters: AtomicU64,
+    kept_command_buffers: AtomicU64,
     device_memory_bytes: AtomicU64,
     device_memory_peak_bytes: AtomicU64,
     placements: Mutex<std::collections::VecDeque<Placement>>,
@@ -173,9 +175,18 @@ impl Stats {
         self.kept_layouts.store(layouts, Ordering::Relaxed);
     }
 
-    /// How many command buffers and fences (one each per lane) the submitter holds.
-    pub(crate) fn commands_kept(&self, lanes: u64) {
-        self.kept_commands.store(lanes, Ordering::Relaxed);
+    /// A submitter with `command_buffers` was made.
+    pub(crate) fn submitter_kept(&self, command_buffers: u64) {
+        self.kept_submitters.fetch_add(1, Ordering::Relaxed);
+        self.kept_command_buffers
+            .fetch_add(command_buffers, Ordering::Relaxed);
+    }
+
+    /// A submitter with `command_buffers` was destroyed.
+    pub(crate) fn submitter_released(&self, command_buffers: u64) {
+        self.kept_submitters.fetch_sub(1, Ordering::Relaxed);
+        self.kept_command_buffers
+            .fetch_sub(command_buffers, Ordering::Relaxed);
     }
 
     pub(crate) fn memory_allocated(&self, bytes: u64) {
@@ -231,10 +242,11 @@ impl Stats {
         check("VkBuffers", self.buffers.live(), 0);
         check("VkDeviceMemory", self.device_memories.live(), 0);
         check("mappings", self.mappings.live(), 0);
-        let lanes = self.kept_commands.load(Ordering::Relaxed);
-        check("command pools", self.command_pools.live(), lanes.min(1));
-        check("command buffers", self.command_buffers.live(), lanes);
-        check("fences", self.fences.live(), lanes);
+        let submitters = self.kept_submitters.load(Ordering::Relaxed);
+        let buffers = self.kept_command_buffers.load(Ordering::Relaxed);
+        check("command pools", self.command_pools.live(), submitters);
+        check("command buffers", self.command_buffers.live(), buffers);
+        check("fences and semaphores", self.fences.live(), submitters);
         let kernels = self.kept_kernels.load(Ordering::Relaxed);
         let layouts = self.kept_layouts.load(Ordering::Relaxed);
         check("VkShaderModules", self.shader_modules.live(), kernels);

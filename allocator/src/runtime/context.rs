@@ -16,11 +16,12 @@ use crate::profile::{CopyStats, Profile};
 use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::options::{ContextOptions, DeviceCopy};
 use crate::runtime::ring::Staging;
+use crate::runtime::streams::Streams;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
 use crate::vk::allocator::Allocator;
-use crate::vk::device::{self, DeviceShared};
+use crate::vk::device::{self, DeviceShared, QueueRole};
 use crate::vk::import::HostImport;
 use crate::vk::instance::Instance;
 use crate::vk::pipelines::PipelineCache;
@@ -37,6 +38,8 @@ pub struct Context {
 /// device: pipelines and imports before the submitter, the allocator (kept alive
 /// by regions that outlive the context) and the device last.
 pub(crate) struct Inner {
+    /// Async copy streams; their threads end when this is dropped.
+    pub(crate) streams: Streams,
     pub(crate) pipelines: PipelineCache,
     /// Host imports, when the device has the extension and copies may use them.
     pub(crate) host_import: Option<Arc<HostImport>>,
@@ -75,7 +78,12 @@ impl Context {
         let emulate = options.emulate;
         #[cfg(not(feature = "emulate"))]
         let emulate = Emulate;
-        let device = Arc::new(DeviceShared::new(instance, adapter, emulate)?);
+        let device = Arc::new(DeviceShared::new(
+            instance,
+            adapter,
+            emulate,
+            options.timeout,
+        )?);
         #[cfg(feature = "simulate")]
         let simulated = options.simulate_memory.clone();
         #[cfg(not(feature = "simulate"))]
@@ -86,7 +94,7 @@ impl Context {
             simulated,
             options.alloc_config,
         )?);
-        let submitter = Submitter::new(&device)?;
+        let submitter = Submitter::new(&device, QueueRole::Compute)?;
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
@@ -100,6 +108,7 @@ impl Context {
         };
         Ok(Context {
             inner: Arc::new(Inner {
+                streams: Streams::default(),
                 pipelines: PipelineCache::new(&device),
                 host_import: import.then(|| HostImport::new(&device)).flatten(),
                 staging: Staging::default(),

@@ -3,10 +3,11 @@
 //! side of the source holds valid data, which path to take, and which side of
 //! the destination ends dirty.
 
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, DeviceView, HostView};
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
-use crate::types::CopyPath;
+use crate::types::{CopyPath, Dim};
+use crate::vk::submit::Submitter;
 
 fn no_valid_data(src: &Buffer) -> Error {
     Error::NoDeviceAllocation(format!(
@@ -15,13 +16,65 @@ fn no_valid_data(src: &Buffer) -> Error {
     ))
 }
 
+/// The two sides of a planned copy.
+#[derive(Clone)]
+pub(crate) enum Sides {
+    DeviceToDevice(DeviceView, DeviceView),
+    HostToDevice(HostView, DeviceView),
+    HostToHost(HostView, HostView),
+    DeviceToHost(DeviceView, HostView),
+}
+
+/// A copy with its sides, shapes and the dirty bits its destination ends with:
+/// everything it needs, owned, so that it can run on another thread.
+#[derive(Clone)]
+pub(crate) struct CopyJob {
+    pub(crate) sides: Sides,
+    pub(crate) src_dims: Vec<Dim>,
+    pub(crate) dst_dims: Vec<Dim>,
+    pub(crate) elem_bytes: usize,
+    /// `host_dirty`, `device_dirty` of the destination once the copy is done.
+    pub(crate) dirty: (bool, bool),
+}
+
+impl CopyJob {
+    /// The path the copy takes.
+    pub(crate) fn path(&self) -> CopyPath {
+        match self.sides {
+            Sides::DeviceToDevice(..) => CopyPath::DeviceToDevice,
+            Sides::HostToDevice(..) => CopyPath::HostToDevice,
+            Sides::HostToHost(..) => CopyPath::HostToHost,
+            Sides::DeviceToHost(..) => CopyPath::DeviceToHost,
+        }
+    }
+
+    /// Makes the copy with `sub`'s queue, and waits for it.
+    pub(crate) fn run(&self, ctx: &Context, sub: &Submitter) -> Result<CopyPath> {
+        let (s, d, eb) = (&self.src_dims[..], &self.dst_dims[..], self.elem_bytes);
+        let done = match &self.sides {
+            Sides::DeviceToDevice(a, b) => ctx.device_to_device(sub, (a, s), (b, d), eb),
+            Sides::HostToDevice(a, b) => ctx.upload(sub, (a, s), (b, d), eb),
+            Sides::HostToHost(a, b) => ctx.host_to_host((a, s), (b, d), eb),
+            Sides::DeviceToHost(a, b) => ctx.readback(sub, (a, s), (b, d), eb),
+        };
+        if let Err(crate::Error::Timeout { .. }) = done {
+            // The device may still be copying: the memory of both sides is kept for
+            // the life of the process rather than freed under it.
+            std::mem::forget(self.sides.clone());
+        }
+        done.map(|()| self.path())
+    }
+}
+
 impl Context {
-    /// Halide's `halide_buffer_copy` (`src/runtime/device_interface.cpp`): copies the
-    /// intersection of `src` and `dst` to `dst`'s device memory (`to_device`) or
-    /// host memory, from whichever side of `src` holds valid data, preferring the
-    /// device for a device destination and the host for a host destination. On
-    /// success `dst` is dirty on the side written and clean on the other.
-    pub fn buffer_copy(&self, src: &Buffer, dst: &mut Buffer, to_device: bool) -> Result<CopyPath> {
+    /// Plans Halide's `halide_buffer_copy` of `src` to `dst` (see
+    /// [`Context::buffer_copy`]), allocating `dst`'s device memory when needed.
+    pub(crate) fn plan_buffer_copy(
+        &self,
+        src: &Buffer,
+        dst: &mut Buffer,
+        to_device: bool,
+    ) -> Result<CopyJob> {
         if src.elem().bytes() != dst.elem().bytes() {
             return Err(Error::IncompatibleBuffers(format!(
                 "{} has {}-byte elements, {} has {}-byte elements",
@@ -48,54 +101,97 @@ impl Context {
         }
         let from_device_valid = src.device.is_some() && (!src.has_host() || !src.host_dirty);
         let from_host_valid = src.has_host() && (!src.device_dirty || src.device.is_none());
-        let eb = src.elem().bytes();
-        let path = if to_device {
+        let sides = if to_device {
             self.device_malloc(dst)?;
-            let d = dst.device.as_ref().expect("device_malloc succeeded");
-            if from_device_valid {
-                let s = src.device.as_ref().expect("checked");
-                self.device_to_device((s, src.dims()), (d, dst.dims()), eb)?;
-                CopyPath::DeviceToDevice
-            } else if from_host_valid {
-                let s = src.host.as_ref().expect("checked");
-                self.upload((s, src.dims()), (d, dst.dims()), eb)?;
-                CopyPath::HostToDevice
-            } else {
-                return Err(no_valid_data(src));
+            let d = dst.device.clone().expect("device_malloc succeeded");
+            match (&src.device, &src.host) {
+                (Some(s), _) if from_device_valid => Sides::DeviceToDevice(s.clone(), d),
+                (_, Some(s)) if from_host_valid => Sides::HostToDevice(s.clone(), d),
+                _ => return Err(no_valid_data(src)),
             }
         } else {
-            let d = dst.host.as_ref().expect("checked");
-            if from_host_valid {
-                let s = src.host.as_ref().expect("checked");
-                self.host_to_host((s, src.dims()), (d, dst.dims()), eb)?;
-                CopyPath::HostToHost
-            } else if from_device_valid {
-                let s = src.device.as_ref().expect("checked");
-                self.readback((s, src.dims()), (d, dst.dims()), eb)?;
-                CopyPath::DeviceToHost
-            } else {
-                return Err(no_valid_data(src));
+            let d = dst.host.clone().expect("checked");
+            match (&src.host, &src.device) {
+                (Some(s), _) if from_host_valid => Sides::HostToHost(s.clone(), d),
+                (_, Some(s)) if from_device_valid => Sides::DeviceToHost(s.clone(), d),
+                _ => return Err(no_valid_data(src)),
             }
         };
-        dst.host_dirty = !to_device;
-        dst.device_dirty = to_device;
+        Ok(CopyJob {
+            sides,
+            src_dims: src.dims().to_vec(),
+            dst_dims: dst.dims().to_vec(),
+            elem_bytes: src.elem().bytes(),
+            dirty: (!to_device, to_device),
+        })
+    }
+
+    /// Plans Halide's `copy_to_device`: None when the host is not dirty (after
+    /// allocating device memory when needed).
+    pub(crate) fn plan_copy_to_device(&self, buf: &mut Buffer) -> Result<Option<CopyJob>> {
+        if buf.host_dirty && buf.device_dirty {
+            return Err(Error::BothDirty(buf.name().to_owned()));
+        }
+        self.device_malloc(buf)?;
+        if !buf.host_dirty {
+            return Ok(None);
+        }
+        let host = buf
+            .host
+            .clone()
+            .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
+        let dev = buf.device.clone().expect("device_malloc succeeded");
+        Ok(Some(CopyJob {
+            sides: Sides::HostToDevice(host, dev),
+            src_dims: buf.dims().to_vec(),
+            dst_dims: buf.dims().to_vec(),
+            elem_bytes: buf.elem().bytes(),
+            dirty: (false, false),
+        }))
+    }
+
+    /// Plans Halide's `copy_to_host`: None when the device is not dirty.
+    pub(crate) fn plan_copy_to_host(&self, buf: &Buffer) -> Result<Option<CopyJob>> {
+        if !buf.device_dirty {
+            return Ok(None);
+        }
+        if buf.host_dirty {
+            return Err(Error::BothDirty(buf.name().to_owned()));
+        }
+        let host = buf
+            .host
+            .clone()
+            .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
+        let dev = buf
+            .device
+            .clone()
+            .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
+        Ok(Some(CopyJob {
+            sides: Sides::DeviceToHost(dev, host),
+            src_dims: buf.dims().to_vec(),
+            dst_dims: buf.dims().to_vec(),
+            elem_bytes: buf.elem().bytes(),
+            dirty: (false, false),
+        }))
+    }
+
+    /// Halide's `halide_buffer_copy` (`src/runtime/device_interface.cpp`): copies the
+    /// intersection of `src` and `dst` to `dst`'s device memory (`to_device`) or
+    /// host memory, from whichever side of `src` holds valid data, preferring the
+    /// device for a device destination and the host for a host destination. On
+    /// success `dst` is dirty on the side written and clean on the other.
+    pub fn buffer_copy(&self, src: &Buffer, dst: &mut Buffer, to_device: bool) -> Result<CopyPath> {
+        let job = self.plan_buffer_copy(src, dst, to_device)?;
+        let path = job.run(self, &self.inner.submitter)?;
+        (dst.host_dirty, dst.device_dirty) = job.dirty;
         Ok(path)
     }
 
     /// Halide's `copy_to_device`: allocates device memory when needed and copies the
     /// host data when the host is dirty; clears `host_dirty`.
     pub fn copy_to_device(&self, buf: &mut Buffer) -> Result<()> {
-        if buf.host_dirty && buf.device_dirty {
-            return Err(Error::BothDirty(buf.name().to_owned()));
-        }
-        self.device_malloc(buf)?;
-        if buf.host_dirty {
-            let host = buf
-                .host
-                .as_ref()
-                .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
-            let dev = buf.device.as_ref().expect("device_malloc succeeded");
-            self.upload((host, buf.dims()), (dev, buf.dims()), buf.elem().bytes())?;
+        if let Some(job) = self.plan_copy_to_device(buf)? {
+            job.run(self, &self.inner.submitter)?;
             buf.host_dirty = false;
         }
         Ok(())
@@ -104,22 +200,10 @@ impl Context {
     /// Halide's `copy_to_host`: copies device data to the host when the device is
     /// dirty; clears `device_dirty`.
     pub fn copy_to_host(&self, buf: &mut Buffer) -> Result<()> {
-        if !buf.device_dirty {
-            return Ok(());
+        if let Some(job) = self.plan_copy_to_host(buf)? {
+            job.run(self, &self.inner.submitter)?;
+            buf.device_dirty = false;
         }
-        if buf.host_dirty {
-            return Err(Error::BothDirty(buf.name().to_owned()));
-        }
-        let host = buf
-            .host
-            .as_ref()
-            .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
-        let dev = buf
-            .device
-            .as_ref()
-            .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
-        self.readback((dev, buf.dims()), (host, buf.dims()), buf.elem().bytes())?;
-        buf.device_dirty = false;
         Ok(())
     }
 }

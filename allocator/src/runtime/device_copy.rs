@@ -24,6 +24,7 @@ use crate::runtime::options::DeviceCopy;
 use crate::runtime::plan::CopyPlan;
 use crate::vk::copy_kernel::{shader_write_barrier, Bound, Leg};
 use crate::vk::region::Region;
+use crate::vk::submit::Submitter;
 
 fn leg(k: &KernelPlan, src: vk::Buffer, dst: vk::Buffer) -> Leg {
     Leg {
@@ -72,6 +73,7 @@ impl Context {
     /// when profiling, its GPU time in ns.
     pub(crate) fn device_copy_by_shader(
         &self,
+        sub: &Submitter,
         plan: &CopyPlan,
         src: (&Region, u64),
         dst: (&Region, u64),
@@ -79,7 +81,7 @@ impl Context {
     ) -> Result<Option<Option<u64>>> {
         let choices = &self.inner.device_copies;
         let route = choices.route(plan.bytes(), plan.chunks() == 1);
-        if route == Route::Transfer {
+        if route == Route::Transfer || !sub.queue().compute {
             return Ok(None);
         }
         let limits = self.copy_limits();
@@ -90,9 +92,9 @@ impl Context {
             };
             let legs = [leg(&k, sb, db)];
             if route == Route::Calibrate {
-                return self.calibrate(plan, &legs, transfer).map(Some);
+                return self.calibrate(sub, plan, &legs, transfer).map(Some);
             }
-            let gpu = self.run_legs(&legs, self.profiling())?;
+            let gpu = self.run_legs(sub, &legs, self.profiling())?;
             choices.count_shader(plan.bytes());
             return Ok(Some(gpu));
         }
@@ -110,14 +112,14 @@ impl Context {
         };
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.vk_buffer();
-        let gpu = self.run_legs(&[leg(&a, sb, tb), leg(&b, tb, db)], self.profiling())?;
+        let gpu = self.run_legs(sub, &[leg(&a, sb, tb), leg(&b, tb, db)], self.profiling())?;
         choices.count_shader(plan.bytes());
         Ok(Some(gpu))
     }
 
     /// Runs the legs in one submission, a shader-write barrier between them; with
     /// `timed`, returns the GPU time (host time where the queue has no timestamps).
-    fn run_legs(&self, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
+    fn run_legs(&self, sub: &Submitter, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
         let s = &*self.inner;
         let (device, stats) = (&s.device.raw, &s.device.stats);
         // Held until the fence wait: the kernel is not destroyed under the copy.
@@ -125,7 +127,7 @@ impl Context {
         let kernel = cache.copy_kernel(device, stats)?;
         let sets = kernel.sets(device, stats, legs)?;
         let start = std::time::Instant::now();
-        let gpu = s.submitter.run_timed(timed, |cmd| {
+        let gpu = sub.run_timed(timed, |cmd| {
             for (i, l) in legs.iter().enumerate() {
                 if i > 0 {
                     shader_write_barrier(device, cmd);
@@ -147,6 +149,7 @@ impl Context {
     /// for the copy's size class. Both ways write the same bytes.
     fn calibrate(
         &self,
+        sub: &Submitter,
         plan: &CopyPlan,
         legs: &[Leg],
         transfer: &dyn Fn(vk::CommandBuffer),
@@ -155,10 +158,10 @@ impl Context {
         let mut gpu_timestamps = true;
         for _ in 0..CALIBRATION_ROUNDS {
             let start = std::time::Instant::now();
-            let gpu = self.inner.submitter.run_timed(true, transfer)?;
+            let gpu = sub.run_timed(true, transfer)?;
             gpu_timestamps &= gpu.is_some();
             t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
-            k = k.min(self.run_legs(legs, true)?.unwrap_or(u64::MAX));
+            k = k.min(self.run_legs(sub, legs, true)?.unwrap_or(u64::MAX));
         }
         let chosen = if k < t {
             DeviceCopy::Shader

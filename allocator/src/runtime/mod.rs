@@ -3,6 +3,7 @@
 //! paths (device-to-device by `vkCmdCopyBuffer` or the copy shader, measured),
 //! copy planning, and dispatch of caller SPIR-V.
 
+mod async_copy;
 pub(crate) mod context;
 mod copy;
 pub(crate) mod copy_choice;
@@ -10,7 +11,9 @@ mod device_copy;
 pub(crate) mod dispatch;
 mod malloc;
 pub(crate) mod options;
+pub(crate) mod pending;
 pub(crate) mod plan;
 mod ring;
 mod staging;
+mod streams;
 mod transfer;

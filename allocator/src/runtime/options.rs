@@ -25,6 +25,9 @@ pub struct ContextOptions {
     /// How device-to-device copies are made: `vkCmdCopyBuffer`, the copy shader,
     /// or the faster of the two as measured on this device.
     pub device_copy: DeviceCopy,
+    /// The longest any wait for the device may take before it fails with
+    /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
+    pub timeout: std::time::Duration,
     /// Present this recorded memory table to the allocator instead of the device's.
     #[cfg(feature = "simulate")]
     pub simulate_memory: Option<crate::memory::table::MemoryTable>,
@@ -90,6 +93,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "device-to-device copies: auto (default, measured), transfer or shader",
     ),
     (
+        "VKCOPY_TIMEOUT_MS",
+        "the longest a wait for the device may take, in milliseconds (default 60000)",
+    ),
+    (
         "VKCOPY_ALLOC_CONFIG",
         "pool MiB:min block MiB:max block MiB:max blocks:nearest multiple B (Halide's HL_VK_ALLOC_CONFIG)",
     ),
@@ -103,6 +110,9 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
+/// How long a wait for the device may take by default.
+pub(crate) const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Default for ContextOptions {
     /// The default device, no validation, the vkcopy policy, host import on,
     /// default blocks, measured device copies, the device's own memory table, no
@@ -115,6 +125,7 @@ impl Default for ContextOptions {
             import_host: true,
             alloc_config: AllocConfig::default(),
             device_copy: DeviceCopy::Auto,
+            timeout: DEFAULT_TIMEOUT,
             #[cfg(feature = "simulate")]
             simulate_memory: None,
             #[cfg(feature = "emulate")]
@@ -178,6 +189,14 @@ impl ContextOptions {
                 value: v.clone(),
                 reason,
             })?;
+        }
+        if let Some(v) = var("VKCOPY_TIMEOUT_MS") {
+            let ms: u64 = v.trim().parse().map_err(|_| Error::BadSetting {
+                name: "VKCOPY_TIMEOUT_MS",
+                value: v.clone(),
+                reason: "expected a whole number of milliseconds".into(),
+            })?;
+            options.timeout = std::time::Duration::from_millis(ms);
         }
         options.alloc_config = AllocConfig::from_env().map_err(|e| Error::BadSetting {
             name: "VKCOPY_ALLOC_CONFIG",

@@ -17,7 +17,7 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::{ChunkOffsets, CopyPlan};
 use crate::vk::region::Region;
-use crate::vk::submit::LANES;
+use crate::vk::submit::{Submitter, LANES};
 
 /// Bytes of one staging chunk (one window of a copy).
 pub(crate) const CHUNK: u64 = 8 << 20;
@@ -229,6 +229,7 @@ impl Context {
     /// GPU time in ns when profiling.
     pub(crate) fn readback_staged(
         &self,
+        sub: &Submitter,
         plan: &CopyPlan,
         src: (vk::Buffer, u64),
         dst: &mut [u8],
@@ -238,7 +239,7 @@ impl Context {
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let disjoint = plan.dst_disjoint();
-        let mut lanes = self.inner.submitter.lanes(self.inner.profile.enabled());
+        let mut lanes = sub.lanes(self.inner.profile.enabled());
         let mut queued: VecDeque<(usize, Vec<Piece>)> = VecDeque::new();
         let drain = |lane: usize, pieces: Vec<Piece>, dst: &mut [u8]| -> Result<()> {
             let slot = &slots[lane];
@@ -285,6 +286,7 @@ impl Context {
     /// plan's source offsets) to `dst` (buffer, byte offset).
     pub(crate) fn upload_staged(
         &self,
+        sub: &Submitter,
         plan: &CopyPlan,
         src: &[u8],
         dst: (vk::Buffer, u64),
@@ -293,7 +295,7 @@ impl Context {
         let slots = self.ring(Role::Upload, windows.min(LANES))?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
-        let mut lanes = self.inner.submitter.lanes(self.inner.profile.enabled());
+        let mut lanes = sub.lanes(self.inner.profile.enabled());
         for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
             let lane = w % n;
             lanes.wait(lane)?;

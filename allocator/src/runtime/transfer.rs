@@ -16,6 +16,7 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::CopyPlan;
 use crate::types::{CopyPath, Dim};
+use crate::vk::submit::Submitter;
 
 /// Copies smaller than this go through staging: importing costs an allocation and
 /// a buffer, which only pays off for larger copies.
@@ -79,18 +80,23 @@ impl Context {
     /// Submits one planned copy; with profiling on, returns its GPU time in ns.
     fn submit_copy(
         &self,
+        sub: &Submitter,
         plan: &CopyPlan,
         src: (vk::Buffer, u64),
         dst: (vk::Buffer, u64),
     ) -> Result<Option<u64>> {
         let device = self.raw_device();
-        self.submit(|cmd| record_copy(device, cmd, plan, src, dst))
+        self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst))
     }
 
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
-    fn submit(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<Option<u64>> {
+    fn submit(
+        &self,
+        sub: &Submitter,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<Option<u64>> {
         let timed = self.inner.profile.enabled();
-        self.inner.submitter.run_timed(timed, record)
+        sub.run_timed(timed, record)
     }
 
     fn record(&self, d: CopyPath, bytes: u64, start: std::time::Instant, gpu_ns: Option<u64>) {
@@ -142,6 +148,7 @@ impl Context {
     /// through an `upload` staging buffer.
     pub(crate) fn upload(
         &self,
+        sub: &Submitter,
         src: (&HostView, &[Dim]),
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
@@ -158,6 +165,7 @@ impl Context {
             check_host("source", src.0, mem.len(), plan.src_end())?;
             if let Some((imported, base)) = self.import(&mem, Role::Upload) {
                 let gpu = self.submit_copy(
+                    sub,
                     &plan,
                     (imported, base + src.0.offset as u64),
                     (dst.0.region.vk_buffer(), dst_off),
@@ -170,6 +178,7 @@ impl Context {
             let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
             check_host("source", src.0, mem.len(), plan.src_end())?;
             let gpu = self.upload_staged(
+                sub,
                 &plan,
                 &mem[src.0.offset..],
                 (dst.0.region.vk_buffer(), dst_off),
@@ -190,6 +199,7 @@ impl Context {
         }
         self.inner.allocator.flush(&staging.alloc, 0, size)?;
         let gpu = self.submit_copy(
+            sub,
             &unpack,
             (staging.alloc.buffer, 0),
             (dst.0.region.vk_buffer(), dst_off),
@@ -202,6 +212,7 @@ impl Context {
     /// through a `readback` staging buffer.
     pub(crate) fn readback(
         &self,
+        sub: &Submitter,
         src: (&DeviceView, &[Dim]),
         dst: (&HostView, &[Dim]),
         elem_bytes: usize,
@@ -220,6 +231,7 @@ impl Context {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
                 let gpu = self.submit_copy(
+                    sub,
                     &plan,
                     (src.0.region.vk_buffer(), src_off),
                     (imported, base + dst.0.offset as u64),
@@ -230,13 +242,14 @@ impl Context {
         }
         if self.staging_ring() {
             let src = (src.0.region.vk_buffer(), src_off);
-            let gpu = self.readback_staged(&plan, src, &mut mem[dst.0.offset..])?;
+            let gpu = self.readback_staged(sub, &plan, src, &mut mem[dst.0.offset..])?;
             self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
             return Ok(());
         }
         let (pack, unpack, size) = self.staging(&plan);
         let staging = self.allocate_region(Role::Readback, size)?;
         let gpu = self.submit_copy(
+            sub,
             &pack,
             (src.0.region.vk_buffer(), src_off),
             (staging.alloc.buffer, 0),
@@ -257,6 +270,7 @@ impl Context {
     /// must not overlap (VUID-vkCmdCopyBuffer-pRegions-00117).
     pub(crate) fn device_to_device(
         &self,
+        sub: &Submitter,
         src: (&DeviceView, &[Dim]),
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
@@ -275,19 +289,19 @@ impl Context {
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off));
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
         if let Some(gpu) =
-            self.device_copy_by_shader(&plan, (sr, src_off), (dr, dst_off), &transfer)?
+            self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
             self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit_copy(&plan, (sb, src_off), (db, dst_off))?;
+            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off))?;
             self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
             return Ok(());
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.alloc.buffer;
-        let gpu = self.submit(|cmd| {
+        let gpu = self.submit(sub, |cmd| {
             record_copy(device, cmd, &plan.with_dense_dst(), (sb, src_off), (tb, 0));
             let barrier = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)

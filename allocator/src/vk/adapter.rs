@@ -80,6 +80,9 @@ pub struct DeviceInfo {
     pub timestamp_period: f32,
     /// The queue family copies and kernels are submitted to.
     pub queue_family: u32,
+    /// A queue family with transfer and neither graphics nor compute, which async
+    /// copies use, when the device has one.
+    pub transfer_family: Option<u32>,
     /// `maxStorageBufferRange`: the most bytes one storage-buffer binding may cover.
     pub max_storage_buffer_range: u32,
     /// `maxComputeWorkGroupCount`.
@@ -122,7 +125,17 @@ pub(crate) struct Adapter {
     /// `minImportedHostPointerAlignment`, when host import is enabled.
     pub(crate) import_alignment: Option<u64>,
     pub(crate) memory_budget: bool,
-    /// Whether the queue family has timestamps.
+    /// Queues of each family in use: (family, queues there, timestamps valid).
+    pub(crate) families: Vec<QueueFamily>,
+}
+
+/// A queue family the device is created with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QueueFamily {
+    pub(crate) index: u32,
+    /// Queues to create: at most two, one for blocking work and one for async work
+    /// (or one per direction on a transfer family).
+    pub(crate) queues: u32,
     pub(crate) timestamps: bool,
 }
 
@@ -153,6 +166,39 @@ impl Adapter {
                 wanted: "a queue family with compute and transfer".into(),
                 available: c_name(&props.device_name),
             })? as u32;
+        // A transfer-only family, preferring plain transfer over video or optical flow.
+        let transfer_family = families
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.queue_count > 0
+                    && f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+                    && !f
+                        .queue_flags
+                        .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            })
+            .min_by_key(|(_, f)| f.queue_flags.as_raw().count_ones())
+            .map(|(i, _)| i as u32);
+        let family = |index: u32| {
+            let f = &families[index as usize];
+            QueueFamily {
+                index,
+                queues: f.queue_count.min(2),
+                timestamps: f.timestamp_valid_bits > 0,
+            }
+        };
+        let mut queue_families = vec![family(queue_family)];
+        queue_families.extend(transfer_family.map(family));
+        if props.api_version < vk::API_VERSION_1_2 || !timeline_semaphores(raw, physical) {
+            return Err(Error::NoMatchingDevice {
+                wanted: "Vulkan 1.2 with timeline semaphores".into(),
+                available: format!(
+                    "{} (Vulkan {})",
+                    c_name(&props.device_name),
+                    version_string(props.api_version)
+                ),
+            });
+        }
 
         let mut driver_props = vk::PhysicalDeviceDriverProperties::default();
         let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
@@ -221,6 +267,7 @@ impl Adapter {
             max_memory_allocation_size: maint3.max_memory_allocation_size,
             timestamp_period: props.limits.timestamp_period,
             queue_family,
+            transfer_family,
             max_storage_buffer_range: props.limits.max_storage_buffer_range,
             max_compute_work_group_count: props.limits.max_compute_work_group_count,
             max_per_stage_descriptor_storage_buffers: props
@@ -235,9 +282,18 @@ impl Adapter {
             enabled,
             import_alignment,
             memory_budget,
-            timestamps: families[queue_family as usize].timestamp_valid_bits > 0,
+            families: queue_families,
         })
     }
+}
+
+/// Whether the device has `timelineSemaphore` (Vulkan 1.2 core).
+fn timeline_semaphores(instance: &ash::Instance, physical: vk::PhysicalDevice) -> bool {
+    let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+    let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline);
+    // SAFETY: Vulkan 1.1 core query with a valid pNext chain.
+    unsafe { instance.get_physical_device_features2(physical, &mut features) };
+    timeline.timeline_semaphore == vk::TRUE
 }
 
 /// Every physical device with its memory table.

@@ -161,10 +161,7 @@ impl Allocator {
         config: AllocConfig,
     ) -> Result<Self> {
         // A probe buffer gives the alignment and memory types of every buffer we make.
-        let info = vk::BufferCreateInfo::default()
-            .size(4)
-            .usage(BUFFER_USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = device.buffer_info(4, BUFFER_USAGE);
         let raw = &device.raw;
         // SAFETY: valid create info; destroyed right after the query.
         let probe = unsafe { raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
@@ -542,10 +539,7 @@ impl Allocator {
         offset: u64,
     ) -> Result<vk::Buffer> {
         let (device, stats) = (&self.device.raw, &self.device.stats);
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(BUFFER_USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let info = self.device.buffer_info(size, BUFFER_USAGE);
         // SAFETY: valid create info.
         let buffer = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         stats.buffer_created();

@@ -3,16 +3,19 @@
 //! `Arc<DeviceShared>` keeps the device open; it is destroyed with the last one,
 //! after everything made from it, and the instance after it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ash::vk;
 
 use crate::emulate::Emulate;
-use crate::error::{Result, VkContext};
+use crate::error::{Error, Result, VkContext};
 use crate::memory::table::MemoryTable;
 use crate::stats::Stats;
 use crate::vk::adapter::{Adapter, DeviceInfo};
 use crate::vk::instance::Instance;
+pub(crate) use crate::vk::queue::{Queue, QueueRole};
 
 /// Devices of this process that are still open.
 static LIVE_DEVICES: AtomicUsize = AtomicUsize::new(0);
@@ -25,11 +28,14 @@ pub(crate) fn live_devices() -> usize {
 pub(crate) struct DeviceShared {
     pub(crate) raw: ash::Device,
     pub(crate) physical: vk::PhysicalDevice,
-    pub(crate) queue: vk::Queue,
+    /// Queues by role: blocking work and kernels, async uploads, readbacks and
+    /// device copies. Roles share a queue where the device has too few.
+    queues: [Arc<Queue>; 4],
+    /// Queue families in use: buffers are shared between them concurrently.
+    pub(crate) families: Vec<u32>,
     pub(crate) info: DeviceInfo,
     /// The device's own memory table.
     pub(crate) memory: MemoryTable,
-    pub(crate) timestamps: bool,
     pub(crate) stats: Stats,
     /// Halide bugs brought back for the suite's sensitivity tests.
     pub(crate) emulate: Emulate,
@@ -37,6 +43,14 @@ pub(crate) struct DeviceShared {
     pub(crate) host_import: Option<(ash::ext::external_memory_host::Device, u64)>,
     /// `VK_EXT_memory_budget` is enabled.
     pub(crate) memory_budget: bool,
+    /// The longest any wait for the device may take.
+    pub(crate) timeout: Duration,
+    /// `VK_ERROR_DEVICE_LOST` was returned: no further work is submitted.
+    lost: AtomicBool,
+    /// Timeline values the host has seen reached, per submitter semaphore: later
+    /// submissions on other queues wait for them, so work of one queue that the
+    /// host waited for is visible to work of every other queue.
+    reached: Mutex<Vec<(vk::Semaphore, u64)>>,
     /// Dropped after the device.
     pub(crate) instance: Instance,
 }
@@ -48,12 +62,26 @@ impl std::fmt::Debug for DeviceShared {
 }
 
 impl DeviceShared {
-    /// Creates the device of `adapter` with one queue of its compute family.
-    pub(crate) fn new(instance: Instance, adapter: Adapter, emulate: Emulate) -> Result<Self> {
-        let priorities = [1.0f32];
-        let queue_info = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(adapter.info.queue_family)
-            .queue_priorities(&priorities)];
+    /// Creates the device of `adapter` with up to two queues of its compute family
+    /// and of its transfer family.
+    pub(crate) fn new(
+        instance: Instance,
+        adapter: Adapter,
+        emulate: Emulate,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let priorities = [1.0f32; 2];
+        let queue_info: Vec<_> = adapter
+            .families
+            .iter()
+            .map(|f| {
+                vk::DeviceQueueCreateInfo::default()
+                    .queue_family_index(f.index)
+                    .queue_priorities(&priorities[..f.queues as usize])
+            })
+            .collect();
+        let mut timeline =
+            vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
         let mut extensions = Vec::new();
         if adapter.import_alignment.is_some() {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
@@ -64,12 +92,12 @@ impl DeviceShared {
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
-            .enabled_features(&adapter.enabled);
+            .enabled_features(&adapter.enabled)
+            .push_next(&mut timeline);
         // SAFETY: valid create info referring to locals; destroyed in drop.
         let raw = unsafe { instance.raw.create_device(adapter.physical, &info, None) }
             .vk("vkCreateDevice")?;
-        // SAFETY: one queue was requested from this family.
-        let queue = unsafe { raw.get_device_queue(adapter.info.queue_family, 0) };
+        let queues = Queue::assign(&raw, &adapter.families);
         let host_import = adapter.import_alignment.map(|a| {
             (
                 ash::ext::external_memory_host::Device::new(&instance.raw, &raw),
@@ -80,16 +108,85 @@ impl DeviceShared {
         Ok(DeviceShared {
             raw,
             physical: adapter.physical,
-            queue,
+            queues,
+            families: adapter.families.iter().map(|f| f.index).collect(),
             info: adapter.info,
             memory: adapter.memory,
-            timestamps: adapter.timestamps,
             stats: Stats::default(),
             emulate,
             host_import,
             memory_budget: adapter.memory_budget,
+            timeout,
+            lost: AtomicBool::new(false),
+            reached: Mutex::new(Vec::new()),
             instance,
         })
+    }
+
+    /// The queue work of `role` is submitted to.
+    pub(crate) fn queue(&self, role: QueueRole) -> &Arc<Queue> {
+        &self.queues[role as usize]
+    }
+
+    /// Whether the device was lost.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// The error for `result` of `call`; a lost device is remembered.
+    pub(crate) fn error(&self, call: &'static str, result: vk::Result) -> Error {
+        if result == vk::Result::ERROR_DEVICE_LOST {
+            self.lost.store(true, Ordering::Release);
+            return Error::DeviceLost(call.to_owned());
+        }
+        Error::Vulkan { call, result }
+    }
+
+    /// Fails with `device_lost` once the device was lost.
+    pub(crate) fn usable(&self, what: &str) -> Result<()> {
+        match self.is_lost() {
+            true => Err(Error::DeviceLost(format!(
+                "{what} refused: the device was lost earlier"
+            ))),
+            false => Ok(()),
+        }
+    }
+
+    /// Notes that the host saw `semaphore` reach `value`.
+    pub(crate) fn reached(&self, semaphore: vk::Semaphore, value: u64) {
+        let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        match r.iter_mut().find(|(s, _)| *s == semaphore) {
+            Some(e) => e.1 = e.1.max(value),
+            None => r.push((semaphore, value)),
+        }
+    }
+
+    /// Forgets a semaphore that is about to be destroyed.
+    pub(crate) fn forget(&self, semaphore: vk::Semaphore) {
+        let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        r.retain(|(s, _)| *s != semaphore);
+    }
+
+    /// The values a submission with its own `semaphore` waits for: what the host
+    /// saw other semaphores reach.
+    pub(crate) fn waits_for(&self, semaphore: vk::Semaphore) -> Vec<(vk::Semaphore, u64)> {
+        let r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        r.iter().filter(|(s, _)| *s != semaphore).copied().collect()
+    }
+
+    /// A buffer create info shared concurrently by the queue families in use.
+    pub(crate) fn buffer_info(
+        &self,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> vk::BufferCreateInfo<'_> {
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage);
+        match self.families.len() {
+            1 => info.sharing_mode(vk::SharingMode::EXCLUSIVE),
+            _ => info
+                .sharing_mode(vk::SharingMode::CONCURRENT)
+                .queue_family_indices(&self.families),
+        }
     }
 }
 

@@ -135,10 +135,11 @@ impl HostImport {
         .result()
         .vk("vkGetMemoryHostPointerPropertiesEXT")?;
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        let info = s
+            .buffer_info(
+                size,
+                vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+            )
             .push_next(&mut external);
         // SAFETY: valid create info; destroyed on every path below.
         let buffer = unsafe { s.raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;

@@ -30,7 +30,7 @@ pub(crate) fn load_entry() -> Result<&'static ash::Entry> {
             // SAFETY: loading the system Vulkan loader runs its initialisers; the
             // Entry lives in a static, so the library stays loaded for the process.
             let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
-            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
             let info = vk::InstanceCreateInfo::default().application_info(&app);
             // SAFETY: plain instance creation; kept for the process on purpose.
             let keep = unsafe { entry.create_instance(&info, None) }.ok();
@@ -150,7 +150,7 @@ impl Instance {
         let mut instance_messenger = messenger_info();
         let app = vk::ApplicationInfo::default()
             .application_name(c"vkcopy")
-            .api_version(vk::API_VERSION_1_1);
+            .api_version(vk::API_VERSION_1_2);
         let mut info = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_layer_names(&layer_names)

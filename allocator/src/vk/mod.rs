@@ -12,6 +12,7 @@ pub(crate) mod import;
 pub(crate) mod instance;
 mod mapping;
 pub(crate) mod pipelines;
+pub(crate) mod queue;
 pub(crate) mod region;
 pub(crate) mod simulate;
 pub(crate) mod submit;

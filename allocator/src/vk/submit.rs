@@ -4,35 +4,43 @@
 //! uses lane 0 and waits for it; a pipelined copy keeps several lanes in flight.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
-use crate::error::{Result, VkContext};
-use crate::vk::device::DeviceShared;
+use crate::error::{Error, Result, VkContext};
+use crate::vk::device::{DeviceShared, Queue, QueueRole};
 
-/// Command buffers (with a fence each) of a submitter.
+/// Command buffers of a submitter; each submission signals the submitter's
+/// timeline semaphore with the next value, and a lane is reused once its value
+/// is reached.
 pub(crate) const LANES: usize = 3;
 
-/// How long a wait polls its fence before it blocks.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+/// How long a wait polls the semaphore before it blocks.
+const SPIN: Duration = Duration::from_micros(200);
 
 struct Lane {
     cmd: vk::CommandBuffer,
-    fence: vk::Fence,
-    /// Submitted and not yet waited for.
-    pending: bool,
+    /// The timeline value its last submission signals; 0 when never submitted.
+    value: u64,
 }
 
 struct Commands {
-    queue: vk::Queue,
     pool: vk::CommandPool,
     lanes: Vec<Lane>,
     /// Two timestamps around the recorded work, when the queue has timestamps.
     queries: Option<vk::QueryPool>,
+    /// The last value submitted.
+    submitted: u64,
+    /// The last value the host saw reached.
+    reached: u64,
 }
 
 pub(crate) struct Submitter {
     device: Arc<DeviceShared>,
+    queue: Arc<Queue>,
+    role: QueueRole,
+    semaphore: vk::Semaphore,
     inner: Mutex<Commands>,
     timestamp_period: f32,
 }
@@ -41,27 +49,27 @@ pub(crate) struct Submitter {
 struct Partial<'a> {
     device: &'a ash::Device,
     pool: vk::CommandPool,
-    fences: Vec<vk::Fence>,
+    semaphore: vk::Semaphore,
 }
 
 impl Drop for Partial<'_> {
     fn drop(&mut self) {
-        // SAFETY: nothing was submitted; freeing the pool frees its command buffers.
+        // SAFETY: nothing was submitted; freeing the pool frees its command buffers;
+        // destroying a null semaphore is allowed.
         unsafe {
-            for &f in &self.fences {
-                self.device.destroy_fence(f, None);
-            }
+            self.device.destroy_semaphore(self.semaphore, None);
             self.device.destroy_command_pool(self.pool, None);
         }
     }
 }
 
 impl Submitter {
-    /// Commands for the device's queue; timestamps when its family has them.
-    pub(crate) fn new(shared: &Arc<DeviceShared>) -> Result<Self> {
+    /// Commands for the queue of `role`; timestamps when its family has them.
+    pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
         let device = &shared.raw;
+        let queue = shared.queue(role).clone();
         let pool_info = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(shared.info.queue_family)
+            .queue_family_index(queue.family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: valid create info; destroyed in drop (or by Partial on failure).
         let pool =
@@ -69,8 +77,15 @@ impl Submitter {
         let mut partial = Partial {
             device,
             pool,
-            fences: Vec::new(),
+            semaphore: vk::Semaphore::null(),
         };
+        let mut timeline = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(vk::SemaphoreType::TIMELINE)
+            .initial_value(0);
+        let info = vk::SemaphoreCreateInfo::default().push_next(&mut timeline);
+        // SAFETY: valid create info (timeline semaphores are enabled); destroyed in drop.
+        partial.semaphore =
+            unsafe { device.create_semaphore(&info, None) }.vk("vkCreateSemaphore")?;
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -78,13 +93,7 @@ impl Submitter {
         // SAFETY: the pool is alive and owned by this device.
         let cmds =
             unsafe { device.allocate_command_buffers(&alloc) }.vk("vkAllocateCommandBuffers")?;
-        for _ in 0..LANES {
-            // SAFETY: plain fence creation.
-            let f = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
-                .vk("vkCreateFence")?;
-            partial.fences.push(f);
-        }
-        let timestamp_period = shared.timestamps.then_some(shared.info.timestamp_period);
+        let timestamp_period = queue.timestamps.then_some(shared.info.timestamp_period);
         let queries = match timestamp_period {
             None => None,
             Some(_) => {
@@ -95,37 +104,38 @@ impl Submitter {
                 Some(unsafe { device.create_query_pool(&info, None) }.vk("vkCreateQueryPool")?)
             }
         };
-        let fences = std::mem::take(&mut partial.fences);
+        let semaphore = partial.semaphore;
         std::mem::forget(partial);
         let stats = &shared.stats;
         stats.command_pool_created();
         for _ in 0..LANES {
             stats.command_buffer_created();
-            stats.fence_created();
         }
-        stats.commands_kept(LANES as u64);
+        stats.fence_created();
+        stats.submitter_kept(LANES as u64);
         Ok(Submitter {
             device: shared.clone(),
+            queue,
+            role,
+            semaphore,
             inner: Mutex::new(Commands {
-                queue: shared.queue,
                 pool,
-                lanes: cmds
-                    .into_iter()
-                    .zip(fences)
-                    .map(|(cmd, fence)| Lane {
-                        cmd,
-                        fence,
-                        pending: false,
-                    })
-                    .collect(),
+                lanes: cmds.into_iter().map(|cmd| Lane { cmd, value: 0 }).collect(),
                 queries,
+                submitted: 0,
+                reached: 0,
             }),
             timestamp_period: timestamp_period.unwrap_or(0.0),
         })
     }
 
-    /// Records with `record`, submits, and waits for the fence. Submissions are
-    /// serialised: the queue and the command buffers are used by one thread at a time.
+    /// The queue this submitter uses.
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Records with `record`, submits, and waits for it. Submissions are
+    /// serialised: the command buffers are used by one thread at a time.
     pub(crate) fn run(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
         self.run_timed(false, record).map(|_| ())
     }
@@ -153,10 +163,58 @@ impl Submitter {
             started: false,
         }
     }
+
+    /// Waits until the semaphore reaches `value`, polling briefly first (a blocking
+    /// wait costs a wake-up, more than a small copy takes, so the wait spins first
+    /// as CUDA's default synchronisation does), then blocking up to the device's
+    /// timeout.
+    fn wait_value(&self, c: &mut Commands, value: u64) -> Result<()> {
+        if c.reached >= value {
+            return Ok(());
+        }
+        let device = &self.device;
+        let raw = &device.raw;
+        let spin_until = Instant::now() + SPIN;
+        loop {
+            // SAFETY: the semaphore belongs to this device and is a timeline semaphore.
+            let now = unsafe { raw.get_semaphore_counter_value(self.semaphore) }
+                .map_err(|r| device.error("vkGetSemaphoreCounterValue", r))?;
+            if now >= value {
+                return self.reached(c, now);
+            }
+            if Instant::now() >= spin_until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let semaphores = [self.semaphore];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&semaphores)
+            .values(&values);
+        let timeout = device.timeout;
+        // SAFETY: as above; the wait is bounded by the timeout.
+        match unsafe { raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
+            Ok(()) => self.reached(c, value),
+            Err(vk::Result::TIMEOUT) => Err(Error::Timeout {
+                op: format!("{:?} work on {:?}", self.role, self.queue),
+                after: timeout,
+            }),
+            Err(r) => Err(device.error("vkWaitSemaphores", r)),
+        }
+    }
+
+    fn reached(&self, c: &mut Commands, value: u64) -> Result<()> {
+        c.reached = c.reached.max(value);
+        self.device.reached(self.semaphore, c.reached);
+        Ok(())
+    }
 }
 
 /// The submitter's lanes, locked. Every lane is waited for before they are
-/// released, so nothing recorded here is pending afterwards.
+/// released (up to the device's timeout), so nothing recorded here is pending
+/// afterwards unless a wait timed out; then the lane stays pending and is waited
+/// for again before its next use.
 pub(crate) struct Lanes<'a> {
     submitter: &'a Submitter,
     c: MutexGuard<'a, Commands>,
@@ -175,7 +233,9 @@ impl Lanes<'_> {
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
         self.wait(i)?;
-        let device = &self.submitter.device.raw;
+        let shared = &self.submitter.device;
+        shared.usable("a submission")?;
+        let device = &shared.raw;
         let cmd = self.c.lanes[i].cmd;
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -188,9 +248,9 @@ impl Lanes<'_> {
                 .begin_command_buffer(cmd, &begin)
                 .vk("vkBeginCommandBuffer")?;
         }
-        // Every submission first waits for earlier transfer and compute writes (a
-        // fence wait orders the host, not later device work), and ends by making its
-        // own writes visible to the host.
+        // Every submission first waits for earlier transfer and compute writes of its
+        // queue (a semaphore wait on the host orders the host, not later device
+        // work), and ends by making its own writes visible to the host.
         let before = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(
@@ -202,8 +262,10 @@ impl Lanes<'_> {
         let after = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ)];
-        let device_stages =
-            vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER;
+        let device_stages = match self.submitter.queue.compute {
+            true => vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
+            false => vk::PipelineStageFlags::TRANSFER,
+        };
         // SAFETY: the command buffer is recording.
         unsafe {
             device.cmd_pipeline_barrier(
@@ -244,65 +306,47 @@ impl Lanes<'_> {
                 &[],
                 &[],
             );
-        }
-        let cmds = [cmd];
-        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-        let queue = self.c.queue;
-        let lane = &mut self.c.lanes[i];
-        // SAFETY: recording is complete; the queue is used under this lock only; the
-        // fence is unsignalled (reset after each wait).
-        unsafe {
             device.end_command_buffer(cmd).vk("vkEndCommandBuffer")?;
-            device
-                .queue_submit(queue, &submit, lane.fence)
-                .vk("vkQueueSubmit")?;
         }
-        lane.pending = true;
+        // Work of other queues that the host saw finish is visible to this one.
+        let semaphore = self.submitter.semaphore;
+        let (wait_sems, wait_values): (Vec<_>, Vec<_>) =
+            shared.waits_for(semaphore).into_iter().unzip();
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait_sems.len()];
+        let value = self.c.submitted + 1;
+        let signal = [semaphore];
+        let signal_values = [value];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default()
+            .command_buffers(&cmds)
+            .wait_semaphores(&wait_sems)
+            .wait_dst_stage_mask(&stages)
+            .signal_semaphores(&signal)
+            .push_next(&mut timeline)];
+        let (queue, _guard) = self.submitter.queue.lock();
+        // SAFETY: recording is complete; the queue is locked; the signalled value is
+        // above every value submitted before.
+        unsafe { device.queue_submit(queue, &submit, vk::Fence::null()) }
+            .map_err(|r| shared.error("vkQueueSubmit", r))?;
+        self.c.submitted = value;
+        self.c.lanes[i].value = value;
         Ok(())
     }
 
     /// Waits until lane `i`'s work is done (at once if nothing is pending there).
     pub(crate) fn wait(&mut self, i: usize) -> Result<()> {
-        let device = &self.submitter.device.raw;
-        let lane = &mut self.c.lanes[i];
-        if !lane.pending {
-            return Ok(());
-        }
-        lane.pending = false;
-        let fence = lane.fence;
-        // A blocking wait costs a wake-up (tens of microseconds on some drivers),
-        // more than a small copy takes: poll the fence briefly first, as CUDA's
-        // default synchronisation spins before it yields.
-        let spin_until = std::time::Instant::now() + SPIN;
-        // SAFETY: the fence belongs to this device and was submitted with the lane.
-        let mut signalled = unsafe { device.get_fence_status(fence) }.vk("vkGetFenceStatus")?;
-        while !signalled && std::time::Instant::now() < spin_until {
-            std::hint::spin_loop();
-            // SAFETY: as above.
-            signalled = unsafe { device.get_fence_status(fence) }.vk("vkGetFenceStatus")?;
-        }
-        // SAFETY: as above.
-        unsafe {
-            let waited = match signalled {
-                true => Ok(()),
-                false => device.wait_for_fences(&[fence], true, u64::MAX),
-            };
-            device.reset_fences(&[fence]).vk("vkResetFences")?;
-            waited.vk("vkWaitForFences")
-        }
-    }
-
-    /// Lanes there are.
-    pub(crate) fn count(&self) -> usize {
-        self.c.lanes.len()
+        let value = self.c.lanes[i].value;
+        self.submitter.wait_value(&mut self.c, value)
     }
 
     /// Waits for every lane; the GPU time from the first submission to the last in
     /// nanoseconds, when timed.
     pub(crate) fn finish(mut self) -> Result<Option<u64>> {
-        for i in 0..self.count() {
-            self.wait(i)?;
-        }
+        let last = self.c.submitted;
+        self.submitter.wait_value(&mut self.c, last)?;
         let Some(q) = self.queries.filter(|_| self.started) else {
             return Ok(None);
         };
@@ -323,34 +367,49 @@ impl Lanes<'_> {
 
 impl Drop for Lanes<'_> {
     fn drop(&mut self) {
-        // After an error nothing may stay pending when the lock is released.
-        for i in 0..self.c.lanes.len() {
-            let _ = self.wait(i);
-        }
+        // After an error nothing may stay pending when the lock is released, unless
+        // the wait itself fails (then the lanes are waited for before their reuse).
+        let last = self.c.submitted;
+        let _ = self.submitter.wait_value(&mut self.c, last);
     }
 }
 
 impl Drop for Submitter {
     fn drop(&mut self) {
-        let device = &self.device.raw;
         let c = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: every lane was waited for before its lock was released, and nothing
-        // records into the command buffers any more.
+        let last = c.submitted;
+        let mut c = std::mem::replace(
+            c,
+            Commands {
+                pool: vk::CommandPool::null(),
+                lanes: Vec::new(),
+                queries: None,
+                submitted: last,
+                reached: 0,
+            },
+        );
+        if self.wait_value(&mut c, last).is_err() && !self.device.is_lost() {
+            // Still running after the timeout: its objects cannot be destroyed while
+            // in use, so they are left to the device's teardown.
+            return;
+        }
+        let device = &self.device.raw;
+        self.device.forget(self.semaphore);
+        // SAFETY: every submission was waited for (or the device is lost), and
+        // nothing records into the command buffers any more.
         unsafe {
             if let Some(q) = c.queries {
                 device.destroy_query_pool(q, None);
             }
-            for lane in &c.lanes {
-                device.destroy_fence(lane.fence, None);
-            }
+            device.destroy_semaphore(self.semaphore, None);
             device.destroy_command_pool(c.pool, None);
         }
         let stats = &self.device.stats;
         stats.command_pool_destroyed();
         for _ in 0..LANES {
             stats.command_buffer_destroyed();
-            stats.fence_destroyed();
         }
-        stats.commands_kept(0);
+        stats.fence_destroyed();
+        stats.submitter_released(LANES as u64);
     }
 }

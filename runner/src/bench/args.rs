@@ -41,6 +41,11 @@ pub struct Args {
     /// Compare this vkcopy JSON instead of running the sweep.
     #[arg(long, requires = "compare")]
     pub against: Option<PathBuf>,
+    /// Instead of the sweep, measure concurrency with copies of this size: a
+    /// readback and an upload at once, and a readback during a kernel, each against
+    /// the same work alone; writes overlap.json (or --out).
+    #[arg(long, value_parser = sizes::parse, conflicts_with_all = ["compare", "against"])]
+    pub overlap: Option<u64>,
 }
 
 impl Args {

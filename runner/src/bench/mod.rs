@@ -13,12 +13,14 @@
 //! | [`sweep`] | running the sweep on a context |
 //! | [`compare`] | matching vkcopy's results with CUDA's; the Markdown table |
 //! | [`chart`] | the comparison as SVG |
+//! | [`overlap`] | copies at the same time as each other and as kernels |
 
 pub mod args;
 pub mod chart;
 pub mod compare;
 pub mod doc;
 pub mod host;
+pub mod overlap;
 pub mod paths;
 pub mod sizes;
 pub mod stamp;
@@ -52,6 +54,9 @@ impl std::fmt::Display for Failure {
 /// Progress and the table go to `print`.
 pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
     let usage = Failure::Usage;
+    if let Some(bytes) = args.overlap {
+        return run_overlap(args, bytes, &mut print);
+    }
     let cuda = match &args.compare {
         Some(p) => Some(BenchDoc::read(p).map_err(usage)?),
         None => None,
@@ -117,6 +122,38 @@ fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, Pat
         doc.results.len()
     ));
     Ok((doc, out))
+}
+
+fn run_overlap(args: &Args, bytes: u64, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
+    let options = ContextOptions::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+    let ctx = Context::new(options)
+        .map_err(|e| Failure::Usage(format!("cannot create a Vulkan context: {e}")))?;
+    let info = ctx.info();
+    print(&format!(
+        "{} ({}), driver {}",
+        info.name, info.device_type, info.driver
+    ));
+    let results = overlap::run(&ctx, bytes, args.repeat).map_err(Failure::Usage)?;
+    for line in overlap::rows(&results) {
+        print(&line);
+    }
+    let messages = ctx.take_validation_messages();
+    if !messages.is_empty() {
+        return Err(Failure::Validation(messages.join("\n  ")));
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports/out")
+            .join(device_slug(&info.name))
+            .join("overlap.json")
+    });
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
+    let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::Usage(e.to_string()))?;
+    std::fs::write(&out, json + "\n")
+        .map_err(|e| Failure::Usage(format!("{}: {e}", out.display())))?;
+    print(&format!("wrote {}", out.display()));
+    Ok(())
 }
 
 /// `name` in the folder of `file`.

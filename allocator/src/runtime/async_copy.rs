@@ -1,0 +1,108 @@
+//! The non-blocking copy API: Halide's copy entry points started on a stream and
+//! waited for later.
+//!
+//! Rules: a copy started here sees every copy and kernel that finished before it
+//! was started (blocking ones, and async ones that were waited for). It runs on
+//! the stream of its path (upload, readback, device to device; host to host on
+//! the device-copy stream), in order with the other copies of that stream and at
+//! the same time as everything else. Until it is waited for, its destination
+//! must not be read or written and its source not written, through any view;
+//! the borrows of [`Pending`] enforce this for the buffers passed. A wait (or
+//! the drop of the handle) makes its writes visible to the host and to every
+//! later copy and kernel, and sets the destination's dirty bits as the blocking
+//! call would. Host memory, device memory, imports and staging stay alive until
+//! the copy is done, even if the buffers are dropped.
+
+use std::time::Instant;
+
+use crate::buffer::Buffer;
+use crate::error::Result;
+use crate::runtime::context::Context;
+use crate::runtime::copy::CopyJob;
+use crate::runtime::pending::{Completion, Event, Pending};
+use crate::types::CopyPath;
+use crate::vk::device::QueueRole;
+
+impl Context {
+    fn start_job(&self, job: CopyJob, after: Vec<Event>) -> Result<Event> {
+        let device = &self.inner.device;
+        device.usable("an async copy")?;
+        let role = match job.path() {
+            CopyPath::HostToDevice => QueueRole::Upload,
+            CopyPath::DeviceToHost => QueueRole::Readback,
+            _ => QueueRole::Device,
+        };
+        let completion = Completion::new();
+        let event = Event {
+            completion: completion.clone(),
+            timeout: device.timeout,
+        };
+        let ctx = self.clone();
+        self.inner.streams.send(
+            device,
+            role,
+            Box::new(move |sub| {
+                let mut from = Instant::now();
+                let result = after
+                    .iter()
+                    .try_for_each(Event::wait_dependency)
+                    .and_then(|()| {
+                        from = Instant::now();
+                        job.run(&ctx, sub)
+                    });
+                // Whatever the copy holds is released before the waiter wakes, so that
+                // a leak check right after the wait sees none of it.
+                drop((job, after, ctx));
+                completion.finish(result, from);
+            }),
+        )?;
+        Ok(event)
+    }
+
+    /// Starts [`Context::buffer_copy`]; `dst`'s device memory is allocated before
+    /// this returns. See the module docs for what may be touched meanwhile.
+    pub fn start_buffer_copy<'a>(
+        &self,
+        src: &'a Buffer,
+        dst: &'a mut Buffer,
+        to_device: bool,
+    ) -> Result<Pending<'a>> {
+        self.start_buffer_copy_after(&[], src, dst, to_device)
+    }
+
+    /// As [`Context::start_buffer_copy`], the copy beginning only once every event
+    /// of `after` is done; it fails with `dependency_failed` if one of them failed.
+    pub fn start_buffer_copy_after<'a>(
+        &self,
+        after: &[Event],
+        src: &'a Buffer,
+        dst: &'a mut Buffer,
+        to_device: bool,
+    ) -> Result<Pending<'a>> {
+        let job = self.plan_buffer_copy(src, dst, to_device)?;
+        let dirty = job.dirty;
+        let event = self.start_job(job, after.to_vec())?;
+        Ok(Pending::new(event, dst, dirty))
+    }
+
+    /// Starts [`Context::copy_to_device`]: device memory is allocated before this
+    /// returns, and `host_dirty` is cleared by the wait.
+    pub fn start_copy_to_device<'a>(&self, buf: &'a mut Buffer) -> Result<Pending<'a>> {
+        let dirty = (false, buf.device_dirty);
+        let event = match self.plan_copy_to_device(buf)? {
+            Some(job) => self.start_job(job, Vec::new())?,
+            None => Event::done(CopyPath::HostToDevice),
+        };
+        Ok(Pending::new(event, buf, dirty))
+    }
+
+    /// Starts [`Context::copy_to_host`]; `device_dirty` is cleared by the wait.
+    pub fn start_copy_to_host<'a>(&self, buf: &'a mut Buffer) -> Result<Pending<'a>> {
+        let dirty = (buf.host_dirty, false);
+        let event = match self.plan_copy_to_host(buf)? {
+            Some(job) => self.start_job(job, Vec::new())?,
+            None => Event::done(CopyPath::DeviceToHost),
+        };
+        Ok(Pending::new(event, buf, dirty))
+    }
+}

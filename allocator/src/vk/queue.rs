@@ -1,0 +1,89 @@
+//! Device queues and the roles they serve. Blocking copies and kernels go to the
+//! first queue of the compute family; async copies to a queue of their own per
+//! direction where the device has them (its transfer-only family), so that an
+//! upload, a readback and a kernel can run at the same time.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ash::vk;
+
+use crate::vk::adapter::QueueFamily;
+
+/// What a queue is used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueRole {
+    /// Blocking copies and kernels.
+    Compute = 0,
+    /// Async host-to-device copies.
+    Upload = 1,
+    /// Async device-to-host copies.
+    Readback = 2,
+    /// Async device-to-device copies (a compute queue: the copy kernel runs there).
+    Device = 3,
+}
+
+/// One device queue. `vkQueueSubmit` needs the queue externally synchronised, and
+/// several roles may share one queue, so submissions take its lock.
+pub(crate) struct Queue {
+    raw: vk::Queue,
+    lock: Mutex<()>,
+    /// The queue family.
+    pub(crate) family: u32,
+    /// Index of the queue in its family.
+    pub(crate) index: u32,
+    /// Whether the family's queues write valid timestamps.
+    pub(crate) timestamps: bool,
+    /// Whether compute work may run here.
+    pub(crate) compute: bool,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "queue {} of family {}", self.index, self.family)
+    }
+}
+
+impl Queue {
+    /// The queue handle, locked for a submission.
+    pub(crate) fn lock(&self) -> (vk::Queue, MutexGuard<'_, ()>) {
+        (
+            self.raw,
+            self.lock.lock().unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
+    /// The queues of every role from the created `families`: the first family is the
+    /// compute one, a second one a transfer-only family.
+    pub(crate) fn assign(device: &ash::Device, families: &[QueueFamily]) -> [Arc<Queue>; 4] {
+        let get = |f: &QueueFamily, index: u32, compute: bool| {
+            Arc::new(Queue {
+                // SAFETY: `f.queues` queues were requested from this family at device
+                // creation, and `index` is below that.
+                raw: unsafe { device.get_device_queue(f.index, index) },
+                lock: Mutex::new(()),
+                family: f.index,
+                index,
+                timestamps: f.timestamps,
+                compute,
+            })
+        };
+        let main = &families[0];
+        let compute = get(main, 0, true);
+        let second = match main.queues {
+            1 => compute.clone(),
+            _ => get(main, 1, true),
+        };
+        let (upload, readback) = match families.get(1) {
+            Some(t) => {
+                let up = get(t, 0, false);
+                let down = match t.queues {
+                    1 => up.clone(),
+                    _ => get(t, 1, false),
+                };
+                (up, down)
+            }
+            None => (second.clone(), second.clone()),
+        };
+        [compute, upload, readback, second]
+    }
+}
