@@ -133,8 +133,8 @@ pub(crate) struct Adapter {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QueueFamily {
     pub(crate) index: u32,
-    /// Queues to create: at most two, one for blocking work and one for async work
-    /// (or one per direction on a transfer family).
+    /// Queues to create: at most three (blocking work, async device copies and
+    /// one per direction; on a transfer family, one per direction).
     pub(crate) queues: u32,
     pub(crate) timestamps: bool,
 }
@@ -183,7 +183,7 @@ impl Adapter {
             let f = &families[index as usize];
             QueueFamily {
                 index,
-                queues: f.queue_count.min(2),
+                queues: f.queue_count.min(3),
                 timestamps: f.timestamp_valid_bits > 0,
             }
         };

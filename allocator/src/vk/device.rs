@@ -70,7 +70,7 @@ impl DeviceShared {
         emulate: Emulate,
         timeout: Duration,
     ) -> Result<Self> {
-        let priorities = [1.0f32; 2];
+        let priorities = [1.0f32; 3];
         let queue_info: Vec<_> = adapter
             .families
             .iter()

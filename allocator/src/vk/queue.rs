@@ -55,8 +55,18 @@ impl Queue {
     /// The queues of every role from the created `families`: the first family is the
     /// compute one, a second one a transfer-only family.
     pub(crate) fn assign(device: &ash::Device, families: &[QueueFamily]) -> [Arc<Queue>; 4] {
-        let get = |f: &QueueFamily, index: u32, compute: bool| {
-            Arc::new(Queue {
+        // One `Queue` (and one lock) per queue, however many roles share it.
+        let made: std::cell::RefCell<Vec<Arc<Queue>>> = Default::default();
+        let nth = |f: &QueueFamily, i: u32, compute: bool| {
+            let index = i.min(f.queues - 1);
+            let mut made = made.borrow_mut();
+            if let Some(q) = made
+                .iter()
+                .find(|q| q.family == f.index && q.index == index)
+            {
+                return q.clone();
+            }
+            let q = Arc::new(Queue {
                 // SAFETY: `f.queues` queues were requested from this family at device
                 // creation, and `index` is below that.
                 raw: unsafe { device.get_device_queue(f.index, index) },
@@ -65,24 +75,19 @@ impl Queue {
                 index,
                 timestamps: f.timestamps,
                 compute,
-            })
+            });
+            made.push(q.clone());
+            q
         };
         let main = &families[0];
-        let compute = get(main, 0, true);
-        let second = match main.queues {
-            1 => compute.clone(),
-            _ => get(main, 1, true),
-        };
+        let compute = nth(main, 0, true);
+        let second = nth(main, 1, true);
+        // Uploads and readbacks on queues of their own: the transfer family's where
+        // there is one (it measured faster than compute queues for both at once),
+        // else further compute queues.
         let (upload, readback) = match families.get(1) {
-            Some(t) => {
-                let up = get(t, 0, false);
-                let down = match t.queues {
-                    1 => up.clone(),
-                    _ => get(t, 1, false),
-                };
-                (up, down)
-            }
-            None => (second.clone(), second.clone()),
+            Some(t) => (nth(t, 0, false), nth(t, 1, false)),
+            None => (second.clone(), nth(main, 2, true)),
         };
         [compute, upload, readback, second]
     }

@@ -251,21 +251,25 @@ impl Lanes<'_> {
         // Every submission first waits for earlier transfer and compute writes of its
         // queue (a semaphore wait on the host orders the host, not later device
         // work), and ends by making its own writes visible to the host.
-        let before = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(
-                vk::AccessFlags::TRANSFER_READ
-                    | vk::AccessFlags::TRANSFER_WRITE
-                    | vk::AccessFlags::SHADER_READ
-                    | vk::AccessFlags::SHADER_WRITE,
-            )];
-        let after = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ)];
-        let device_stages = match self.submitter.queue.compute {
-            true => vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
-            false => vk::PipelineStageFlags::TRANSFER,
+        // A transfer-only queue has no shader stage: its barriers cover transfers only.
+        let (device_stages, writes, reads) = match self.submitter.queue.compute {
+            true => (
+                vk::PipelineStageFlags::TRANSFER | vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_WRITE,
+                vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::SHADER_READ,
+            ),
+            false => (
+                vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::TRANSFER_READ,
+            ),
         };
+        let before = [vk::MemoryBarrier::default()
+            .src_access_mask(writes)
+            .dst_access_mask(reads | writes)];
+        let after = [vk::MemoryBarrier::default()
+            .src_access_mask(writes)
+            .dst_access_mask(vk::AccessFlags::HOST_READ)];
         // SAFETY: the command buffer is recording.
         unsafe {
             device.cmd_pipeline_barrier(

@@ -95,6 +95,17 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     )
     .map_err(err)?;
     ctx.device_malloc(&mut target).map_err(err)?;
+    let first = best(1, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
+    // Once more, sized by the first measurement of this kernel.
+    let elems = (elems * t_down / first).clamp(1024.0, (1u64 << 30) as f64);
+    let mut target = Buffer::with_dims(
+        "target",
+        ElemType::I32,
+        crate::rt::dense_dims(&[elems as i64]),
+        false,
+    )
+    .map_err(err)?;
+    ctx.device_malloc(&mut target).map_err(err)?;
     let t_kernel = best(runs, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
     let t_overlap = best(runs, || {
         down.device_dirty = true;
