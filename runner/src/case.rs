@@ -7,15 +7,19 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::selection::Selection;
 use crate::steps::Step;
+use crate::vocab::{DeviceTypeName, ElemName, PolicyName};
 
-/// One YAML case file.
-#[derive(Debug, Deserialize)]
+/// One YAML case file: a runtime case (`buffers` and `steps`) or a selection
+/// case (`selection`).
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "vkcopy-suite case")]
 pub struct CaseFile {
     /// What the case checks, in one or two sentences.
     pub about: String,
@@ -28,39 +32,47 @@ pub struct CaseFile {
     /// Run under this memory-type policy whatever `--policy` says (to pin down how
     /// an old policy behaved).
     #[serde(default)]
+    #[schemars(with = "Option<PolicyName>")]
     pub policy: Option<Spanned<String>>,
     /// Present this recorded table (a name in `cases/devices/`) to the allocator.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub simulate_memory: Option<Spanned<String>>,
-    /// Buffers by name.
+    /// Buffers by name; a buffer starts as host memory of zeros, not dirty.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, BufferSpec>")]
     pub buffers: BTreeMap<String, Spanned<BufferSpec>>,
     /// Runtime steps, in order.
     #[serde(default)]
+    #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
     /// A memory-type selection check on a recorded table; needs no device.
     #[serde(default)]
+    #[schemars(with = "Option<Selection>")]
     pub selection: Option<Spanned<Selection>>,
 }
 
 /// Device requirements of a case.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Requires {
     /// Device types the case applies to: cpu, integrated-gpu, discrete-gpu,
     /// virtual-gpu, other, gpu (integrated or discrete), any. Default: any.
     #[serde(default)]
+    #[schemars(with = "Vec<DeviceTypeName>")]
     pub device_types: Vec<String>,
 }
 
 /// A buffer declaration.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BufferSpec {
     /// Element type: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64.
     #[serde(rename = "type")]
+    #[schemars(with = "ElemName")]
     pub elem: String,
-    /// Extent of each dimension, innermost first.
+    /// Extent of each dimension, innermost first; 1 to 16 dimensions.
+    #[schemars(length(min = 1, max = 16))]
     pub extent: Vec<i64>,
     /// Min of each dimension; default 0.
     #[serde(default)]
@@ -75,6 +87,7 @@ pub struct BufferSpec {
     /// past a page boundary (0 to 4095; glibc's `malloc` gives large blocks at 16).
     /// Default: host memory that vkcopy allocates, page-aligned.
     #[serde(default)]
+    #[schemars(range(max = 4095))]
     pub host_offset: Option<u64>,
 }
 

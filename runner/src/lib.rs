@@ -7,20 +7,26 @@
 
 pub mod bench;
 pub mod case;
+pub mod check;
 pub mod discover;
 pub mod error;
 pub mod exec;
 pub mod expectations;
+pub mod explain;
 pub mod names;
 pub mod outcome;
 pub mod plan;
 pub mod plot;
+pub mod reference;
 pub mod report;
 pub mod requires;
 pub mod rt;
+pub mod scaffold;
+pub mod schema;
 pub mod selection;
 pub mod steps;
 pub mod suite;
 pub mod timing;
+pub mod vocab;
 
 pub use rt::expr;

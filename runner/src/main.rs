@@ -86,6 +86,46 @@ enum Command {
         #[arg(long)]
         cases: Option<PathBuf>,
     },
+    /// Loads and plans cases, recorded tables and expectation files without a
+    /// device; prints every problem as file:line:col and exits 1 on any.
+    Check {
+        /// Case files or folders; default: the cases folder.
+        paths: Vec<PathBuf>,
+    },
+    /// Prints the JSON Schema of the case format (or, with --markdown, the case
+    /// reference); --write writes both into the cases folder.
+    Schema {
+        #[arg(long)]
+        markdown: bool,
+        /// Write case.schema.json and REFERENCE.md into the cases folder.
+        #[arg(long, conflicts_with = "markdown")]
+        write: bool,
+        #[arg(long)]
+        cases: Option<PathBuf>,
+    },
+    /// Writes a new case skeleton: NAME `basic/my_case` is cases/basic/my_case.yaml.
+    New {
+        name: String,
+        /// The Halide test the case mirrors, e.g. test/correctness/device_crop.cpp.
+        #[arg(long)]
+        mirrors: Option<String>,
+        #[arg(long)]
+        cases: Option<PathBuf>,
+    },
+    /// Prints what a case would do without running it: steps, shapes, bytes,
+    /// copies and the memory types its allocations would get.
+    Explain {
+        /// A case file, or a case name such as basic::round_trip_2d.
+        case: String,
+        /// A recorded table (a name in cases/devices/) when the case simulates none.
+        #[arg(long)]
+        table: Option<String>,
+        /// The policy, when the case pins none; default vkcopy.
+        #[arg(long)]
+        policy: Option<Policy>,
+        #[arg(long)]
+        cases: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -113,6 +153,23 @@ fn main() -> ExitCode {
         } => select(&table, &request, policy),
         Command::Devices => devices(),
         Command::List { cases } => list(cases),
+        Command::Check { paths } => check(&paths),
+        Command::Schema {
+            markdown,
+            write,
+            cases,
+        } => schema(markdown, write, cases),
+        Command::New {
+            name,
+            mirrors,
+            cases,
+        } => new_case(&name, mirrors.as_deref(), cases),
+        Command::Explain {
+            case,
+            table,
+            policy,
+            cases,
+        } => explain(&case, table.as_deref(), policy, cases),
         Command::Bench(args) => bench(&args),
         Command::Plot {
             reports,
@@ -206,6 +263,85 @@ fn devices() -> ExitCode {
                 out!("# device {}: {} ({:?})", d.index, d.name, d.device_type);
                 out!("{}", d.memory.to_yaml());
             }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn check(paths: &[PathBuf]) -> ExitCode {
+    let checked = vkcopy_suite::check::check(paths);
+    for e in &checked.errors {
+        eprintln!("{e}");
+    }
+    out!("{}", checked.summary());
+    if checked.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn schema(markdown: bool, write: bool, cases: Option<PathBuf>) -> ExitCode {
+    use vkcopy_suite::{reference, schema};
+    if !write {
+        let text = if markdown {
+            reference::text()
+        } else {
+            schema::case_schema_text()
+        };
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(text.as_bytes());
+        return ExitCode::SUCCESS;
+    }
+    let root = cases.unwrap_or_else(cases_root);
+    for (file, text) in [
+        (schema::SCHEMA_FILE, schema::case_schema_text()),
+        (reference::REFERENCE_FILE, reference::text()),
+    ] {
+        let path = root.join(file);
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+        out!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+fn new_case(name: &str, mirrors: Option<&str>, cases: Option<PathBuf>) -> ExitCode {
+    let root = cases.unwrap_or_else(cases_root);
+    match vkcopy_suite::scaffold::write(&root, name, mirrors) {
+        Ok(path) => {
+            out!("wrote {}", path.display());
+            out!("check it: vkcopy-suite check {}", path.display());
+            out!(
+                "run it:   vkcopy-suite run --filter '{}'",
+                plan::case_name(&root, &path)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn explain(
+    case: &str,
+    table: Option<&str>,
+    policy: Option<Policy>,
+    cases: Option<PathBuf>,
+) -> ExitCode {
+    let root = cases.unwrap_or_else(cases_root);
+    match vkcopy_suite::explain::explain(&root, case, table, policy) {
+        Ok(text) => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
         Err(e) => {

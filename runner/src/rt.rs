@@ -1,6 +1,7 @@
 //! What the suite uses of the runtime crates, in one place, so that a change of
 //! their module paths is an edit of this file only.
 
+pub use vkcopy::memory::policy::{MemoryCaching, MemoryUsage, MemoryVisibility};
 pub use vkcopy::memory::table::parse_property_flag;
 pub use vkcopy::types::{dense_dims, span_bytes};
 pub use vkcopy::{

@@ -3,31 +3,39 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
 use crate::error::CaseError;
 use crate::rt::{MemoryRequest, MemoryTable, Policy, Role};
+use crate::vocab::RequestName;
 
 /// A selection case as written: the type each policy must pick on a recorded table.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Selection {
     /// A file in `cases/devices/`, without `.yaml`.
     pub table: String,
+    /// The requests and the type each policy must pick; at least one.
+    #[schemars(with = "Vec<SelectionExpect>", length(min = 1))]
     pub expect: Vec<Spanned<SelectionExpect>>,
 }
 
 /// One request and the memory type index each named policy must pick.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectionExpect {
     /// `readback`, `upload`, `device`, or a raw `visibility/caching` pair.
+    #[schemars(with = "RequestName")]
     pub request: String,
+    /// The type index `halide-legacy` must pick; not checked when left out.
     #[serde(default, rename = "halide-legacy")]
     pub halide_legacy: Option<u32>,
+    /// The type index `halide` must pick; not checked when left out.
     #[serde(default)]
     pub halide: Option<u32>,
+    /// The type index `vkcopy` must pick; not checked when left out.
     #[serde(default)]
     pub vkcopy: Option<u32>,
 }

@@ -35,6 +35,8 @@ pub struct RuntimePlan {
     pub slots: Vec<String>,
     /// The element type of every slot.
     pub slot_elems: Vec<ElemType>,
+    /// The shape of every slot.
+    pub slot_dims: Vec<Vec<Dim>>,
     pub ops: Vec<Op>,
 }
 
@@ -213,6 +215,7 @@ fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, Cas
         buffers,
         slots: planner.slots.iter().map(|s| s.name.clone()).collect(),
         slot_elems: planner.slots.iter().map(|s| s.elem).collect(),
+        slot_dims: planner.slots.iter().map(|s| s.dims.clone()).collect(),
         ops,
     })
 }

@@ -49,6 +49,21 @@ impl<'de> Deserialize<'de> for Int {
     }
 }
 
+impl schemars::JsonSchema for Int {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Int".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An integer, or an expression of loop variables in quotes (`\"t % 2\"`); a bare variable name needs no quotes.",
+            "anyOf": [
+                { "type": "integer", "description": "A number." },
+                { "type": "string", "description": "An expression of loop variables." },
+            ],
+        })
+    }
+}
+
 impl fmt::Display for Int {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
@@ -10,41 +11,58 @@ use crate::rt::{parse_property_flag, Expr, MemoryPropertyFlags, Role, COUNTER_NA
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
+use crate::vocab::{Counters, FlagName, RoleName};
 
 /// The check steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "ChecksStep")]
 pub enum Step {
     /// Host elements equal `value`: every element, or those in the box
     /// `min`..`min + extent` (clipped to the buffer).
     Expect {
+        /// The buffer or view checked.
         buffer: String,
+        /// An expression of the coordinates, converted to the element type.
         value: String,
+        /// The box's first coordinate per dimension (with `extent`).
         #[serde(default)]
         min: Option<Vec<Int>>,
+        /// The box's extent per dimension (with `min`).
         #[serde(default)]
         extent: Option<Vec<Int>>,
     },
     /// The dirty bits given, and whether a device allocation exists.
     ExpectFlags {
+        /// The buffer or view checked.
         buffer: String,
+        /// The expected `host_dirty` bit; not checked when left out.
         #[serde(default)]
         host_dirty: Option<bool>,
+        /// The expected `device_dirty` bit; not checked when left out.
         #[serde(default)]
         device_dirty: Option<bool>,
+        /// Whether the buffer has device memory; not checked when left out.
         #[serde(default)]
         has_device: Option<bool>,
     },
     /// Counters of the context (`cases/README.md` names them).
+    #[schemars(with = "Counters")]
     ExpectCounters(BTreeMap<String, u64>),
     /// The latest allocation of a role landed in that memory type, with those
     /// flags, after that many candidate types had no room.
     ExpectMemory {
+        /// The role of the allocation.
+        #[schemars(with = "RoleName")]
         role: String,
+        /// The memory type index in the allocator's table.
         #[serde(default, rename = "type")]
         memory_type: Option<u32>,
+        /// The memory type's property flags, exactly.
         #[serde(default)]
+        #[schemars(with = "Option<Vec<FlagName>>")]
         flags: Option<Vec<String>>,
+        /// How many candidate types had no room before it.
         #[serde(default)]
         fallbacks: Option<u32>,
     },

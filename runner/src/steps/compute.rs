@@ -2,6 +2,7 @@
 //! Halide pipeline) and on the device (WGSL kernels), and a device sum. Every
 //! kernel call of the suite is in this module.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
@@ -10,14 +11,25 @@ use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
 
 /// The compute steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "ComputeStep")]
 pub enum Step {
     /// Writes `value` (an expression of the coordinates) on the host; sets `host_dirty`.
-    FillHost { buffer: String, value: String },
+    FillHost {
+        /// The buffer or view written; it needs host memory.
+        buffer: String,
+        /// An expression of the coordinates, converted to the element type.
+        value: String,
+    },
     /// Computes `value` on the device, through `buffer`'s strides and view offset;
     /// sets `device_dirty`.
-    FillDevice { buffer: String, value: String },
+    FillDevice {
+        /// The buffer or view written.
+        buffer: String,
+        /// An expression of the coordinates, converted to the element type.
+        value: String,
+    },
     /// `out = inputs[0] + inputs[1] + ... + value` element-wise on the host, at
     /// `out`'s coordinates (inputs may alias `out`); `out += value` without
     /// inputs. A device-dirty input is an error (its host data is stale).
@@ -27,19 +39,25 @@ pub enum Step {
     AddDevice(Add),
     /// `out` = `input` summed over dimension `dim` (`out` has one dimension less).
     SumDevice {
+        /// The buffer written: `input`'s shape without dimension `dim`.
         out: String,
+        /// The buffer summed.
         input: String,
+        /// The dimension summed over.
         dim: usize,
     },
 }
 
 /// The fields of `add_host` and `add_device`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Add {
+    /// The buffer written.
     out: String,
+    /// The buffers added, element-wise at `out`'s coordinates; default none.
     #[serde(default)]
     inputs: Vec<String>,
+    /// An expression added to every element.
     #[serde(default)]
     value: Option<String>,
 }

@@ -2,28 +2,19 @@
 //! run only for some values of the loop variables) and `expect_error`. They are
 //! expanded while planning, so a running case only sees the steps they hold.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::error::CaseError;
 use crate::steps::bind::Int;
 use crate::steps::planner::{Planner, MAX_STEPS};
-
-/// Errors `expect_error` may name: the runtime's error names that a case can provoke.
-pub const EXPECTABLE_ERRORS: &[&str] = &[
-    "host_is_null",
-    "both_dirty",
-    "no_device_allocation",
-    "device_malloc_failed",
-    "incompatible_buffers",
-    "bad_dimensions",
-    "device_crop_failed",
-    "unsupported_type",
-];
+use crate::vocab::{self, ErrorName};
 
 /// The control steps as written; `S` is a step of any family.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "ControlStep")]
 pub enum Step<S> {
     /// Plans `steps` once for each value of `var` from `from` up to `to`, `to`
     /// excluded.
@@ -32,26 +23,41 @@ pub enum Step<S> {
     When(When<S>),
     /// Runs `step`, which must fail with the named error.
     ExpectError {
+        /// The error the step must fail with.
+        #[schemars(with = "ErrorName")]
         error: String,
+        /// The one step that must fail.
+        #[schemars(with = "S")]
         step: Box<Spanned<S>>,
     },
 }
 
 /// `repeat: { var: t, from: 0, to: 256, steps: [...] }`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Repeat")]
 pub struct Repeat<S> {
+    /// The loop variable: a name that is not a coordinate (x y z w d4..) nor a
+    /// word of the expression language.
     pub var: String,
+    /// The first value.
     pub from: Int,
+    /// The value after the last (excluded).
     pub to: Int,
+    /// The steps planned once per value; they may use the variable.
+    #[schemars(with = "Vec<S>")]
     pub steps: Vec<Spanned<S>>,
 }
 
 /// `when: { cond: "t >= 3", steps: [...] }`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "When")]
 pub struct When<S> {
+    /// An expression of loop variables; the steps apply where it is not 0.
     pub cond: Int,
+    /// The steps planned where `cond` holds.
+    #[schemars(with = "Vec<S>")]
     pub steps: Vec<Spanned<S>>,
 }
 
@@ -77,10 +83,11 @@ pub fn holds<S>(w: &When<S>, p: &Planner) -> Result<bool, CaseError> {
 
 /// Checks the error name of `expect_error`.
 pub fn check_error(error: &str, p: &Planner) -> Result<(), CaseError> {
-    if EXPECTABLE_ERRORS.contains(&error) {
+    if vocab::is_expectable(error) {
         return Ok(());
     }
     Err(p.err(format!(
-        "field error: unknown error '{error}'; expected one of {EXPECTABLE_ERRORS:?}"
+        "field error: unknown error '{error}'; expected one of {:?}",
+        vocab::expectable_names()
     )))
 }

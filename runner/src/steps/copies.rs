@@ -1,24 +1,30 @@
 //! Copy steps: Halide's `copy_to_device`, `copy_to_host` and `halide_buffer_copy`.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
+use crate::vocab::BufferName;
 
 /// The copy steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "CopiesStep")]
 pub enum Step {
     /// Allocates if needed; uploads if `host_dirty`; clears it.
-    CopyToDevice(String),
+    CopyToDevice(#[schemars(with = "BufferName")] String),
     /// Reads back if `device_dirty`; clears it.
-    CopyToHost(String),
+    CopyToHost(#[schemars(with = "BufferName")] String),
     /// The boxes' intersection, from whichever side of `from` is valid, to `to`'s
     /// device (`to_device: true`) or host memory.
     BufferCopy {
+        /// The source buffer or view.
         from: String,
+        /// The destination buffer or view; it becomes dirty on the side written.
         to: String,
+        /// Write `to`'s device memory (`true`) or its host memory (`false`).
         to_device: bool,
     },
 }

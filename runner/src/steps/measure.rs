@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
@@ -12,6 +13,7 @@ use crate::rt::{CopyPath, Role};
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
 use crate::timing::{self, gbps, HostMemcpy, Samples};
+use crate::vocab::DeviceLimits;
 
 /// Most repeats of a `measure` step.
 pub const MAX_REPEAT: u32 = 100_000;
@@ -23,8 +25,9 @@ pub const HOST_MEMCPY: &str = "host_memcpy";
 const RAW_COPY: &str = "raw_copy";
 
 /// The measurement steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "MeasureStep")]
 pub enum Step {
     /// Times a copy (see [`Measure`]); boxed, as it is much larger than the other.
     Measure(Box<Measure>),
@@ -36,28 +39,35 @@ pub enum Step {
 /// `buffer_copy` from `from` to `to`, repeated. Thresholds apply to the named
 /// device types only, so the case runs everywhere and is held to a speed only
 /// where one is expected; `min_ratio` holds on every device.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Measure {
     /// A name for `min_ratio: { of: NAME }` of a later measure.
     #[serde(default)]
     name: Option<String>,
+    /// Times `copy_to_host` of this buffer.
     #[serde(default)]
     copy_to_host: Option<String>,
+    /// Times `copy_to_device` of this buffer.
     #[serde(default)]
     copy_to_device: Option<String>,
+    /// With `to`: times a device-to-device `buffer_copy` from this buffer.
     #[serde(default)]
     from: Option<String>,
+    /// With `from`: the destination of the device-to-device copy.
     #[serde(default)]
     to: Option<String>,
-    /// Timed runs. Default 3.
+    /// Timed runs, 1 to 100000. Default 3.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 100_000))]
     repeat: Option<u32>,
     /// Lowest acceptable GB/s (1e9 bytes/s) by device type.
     #[serde(default)]
+    #[schemars(with = "DeviceLimits")]
     min_gbps: BTreeMap<String, f64>,
     /// Highest acceptable microseconds per copy by device type.
     #[serde(default)]
+    #[schemars(with = "DeviceLimits")]
     max_us: BTreeMap<String, f64>,
     /// Lowest acceptable GB/s as a multiple of a reference's.
     #[serde(default)]
@@ -65,10 +75,13 @@ pub struct Measure {
 }
 
 /// `min_ratio: { of: host_memcpy | NAME, value: R }`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MinRatio {
+    /// The reference: `host_memcpy` (a host memcpy of the same bytes in the same
+    /// runs) or the `name` of an earlier measure.
     of: String,
+    /// The lowest acceptable ratio of best GB/s to the reference's best GB/s.
     value: f64,
 }
 

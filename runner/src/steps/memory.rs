@@ -1,34 +1,42 @@
 //! Memory steps: device allocation and release, dirty bits, and the
 //! allocator's housekeeping.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
+use crate::vocab::BufferName;
 
 /// The memory steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "MemoryStep")]
 pub enum Step {
     /// Device memory of `size_in_bytes`, zero-filled; dirty bits unchanged.
-    DeviceMalloc(String),
+    DeviceMalloc(#[schemars(with = "BufferName")] String),
     /// Frees device memory; clears `device_dirty`.
-    DeviceFree(String),
+    DeviceFree(#[schemars(with = "BufferName")] String),
     /// Drops a buffer, crop, slice or view (through `device_free`, as Halide's
     /// `Buffer` destructor does); memory other views use stays.
-    Release(String),
+    Release(#[schemars(with = "BufferName")] String),
     /// Sets the dirty bits that are given.
     SetDirty {
+        /// The buffer or view.
         buffer: String,
+        /// The new `host_dirty` bit; unchanged when left out.
         #[serde(default)]
         host_dirty: Option<bool>,
+        /// The new `device_dirty` bit; unchanged when left out.
         #[serde(default)]
         device_dirty: Option<bool>,
     },
     /// Simulation only: takes all of simulated heap `heap` but `leave` bytes.
     FillHeap {
+        /// The heap index of the simulated table.
         heap: u32,
+        /// Bytes to leave free; default 0.
         #[serde(default)]
         leave: u64,
     },

@@ -105,6 +105,26 @@ fn body_from<'de, D: Deserializer<'de>>(name: &str, value: D) -> Result<Step, D:
     Err(de::Error::unknown_variant(name, step_names()))
 }
 
+/// A step is one of any family's steps: the families' schemas side by side.
+impl schemars::JsonSchema for Step {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Step".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut families = Vec::new();
+        macro_rules! add {
+            ($v:ident, $t:ty) => {
+                families.push(generator.subschema_for::<$t>());
+            };
+        }
+        for_each_family!(add);
+        schemars::json_schema!({
+            "description": "One step: `name: fields`, or a name alone for a step without fields.",
+            "anyOf": families,
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Step {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(StepVisitor)

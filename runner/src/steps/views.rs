@@ -1,6 +1,7 @@
 //! View steps: crops, slices, strided views and views without host memory,
 //! all sharing the memory of the buffer they are made from.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
@@ -10,37 +11,57 @@ use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
 
 /// The view steps as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "ViewsStep")]
 pub enum Step {
     /// Makes `to`, a view of the box `min`..`min + extent` of `from`.
     Crop {
+        /// The buffer or view cropped.
         from: String,
+        /// The name of the new view.
         to: String,
+        /// The box's first coordinate per dimension.
         min: Vec<Int>,
+        /// The box's extent per dimension.
         extent: Vec<Int>,
     },
     /// Makes `to`, a view of `from` with dimension `dim` fixed at `pos`.
     Slice {
+        /// The buffer or view sliced.
         from: String,
+        /// The name of the new view.
         to: String,
+        /// The dimension fixed (0 innermost).
         dim: usize,
+        /// The coordinate it is fixed at.
         pos: Int,
     },
     /// Makes `to`, a view of any shape over `from`'s memory: `from`'s element `at`
     /// is `to`'s element at its mins; `stride` in elements of `from`'s memory.
     View {
+        /// The buffer or view whose memory the view uses.
         from: String,
+        /// The name of the new view.
         to: String,
+        /// The element of `from` (its coordinates) that is the view's element at its mins.
         at: Vec<Int>,
+        /// The view's extent per dimension (1 to 16 dimensions).
         extent: Vec<Int>,
+        /// The view's strides in elements; every element must lie within `from`.
         stride: Vec<Int>,
+        /// The view's mins; default 0.
         #[serde(default)]
         min: Option<Vec<Int>>,
     },
     /// Makes `to`, the same buffer without host memory (a raw `halide_buffer_t` copy
     /// with `host = null`).
-    ViewNoHost { from: String, to: String },
+    ViewNoHost {
+        /// The buffer whose device memory the view shares.
+        from: String,
+        /// The name of the new view.
+        to: String,
+    },
 }
 
 /// A checked view step; buffers are slots.

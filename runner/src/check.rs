@@ -1,0 +1,154 @@
+//! `vkcopy-suite check`: loads and plans case files, recorded memory tables and
+//! expectation files without a Vulkan instance, collecting every problem as
+//! `file:line:col: step: field: what`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::discover::{case_files, cases_root};
+use crate::expectations::Expectations;
+use crate::plan;
+use crate::rt::MemoryTable;
+
+/// What a check looked at and what it found.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub cases: usize,
+    pub tables: usize,
+    pub expectations: usize,
+    /// Located problems, one line each, in file order.
+    pub errors: Vec<String>,
+}
+
+impl Checked {
+    /// `checked 109 cases, 19 tables, 3 expectation files: 0 errors`.
+    pub fn summary(&self) -> String {
+        format!(
+            "checked {} cases, {} tables, {} expectation files: {} errors",
+            self.cases,
+            self.tables,
+            self.expectations,
+            self.errors.len()
+        )
+    }
+}
+
+/// The kind of a file to check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Case,
+    Table,
+    Expectations,
+}
+
+/// The cases folder that `path` belongs to: the nearest folder above it with a
+/// `devices/` folder (where recorded tables are looked up), else the default.
+pub fn root_of(path: &Path) -> PathBuf {
+    let start = if path.is_dir() {
+        Some(path)
+    } else {
+        path.parent()
+    };
+    start
+        .into_iter()
+        .flat_map(Path::ancestors)
+        .find(|d| d.join("devices").is_dir())
+        .map(Path::to_owned)
+        .unwrap_or_else(cases_root)
+}
+
+fn parent_named(path: &Path, name: &str) -> bool {
+    path.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == name)
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The files below `path`, by kind: a folder gives its cases, the tables of
+/// its `devices/` folder and, for a cases folder, the expectation files in
+/// `../reports/expectations/`; a file is a table in a `devices/` folder, an
+/// expectations file in an `expectations/` folder, else a case.
+fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String> {
+    if path.is_file() {
+        let kind = if parent_named(path, "devices") {
+            Kind::Table
+        } else if parent_named(path, "expectations") {
+            Kind::Expectations
+        } else {
+            Kind::Case
+        };
+        out.insert((kind, path.to_owned()));
+        return Ok(());
+    }
+    if !path.is_dir() {
+        return Err(format!("{}: no such file or folder", path.display()));
+    }
+    if path.file_name().is_some_and(|n| n == "devices") {
+        out.extend(yaml_files(path).into_iter().map(|p| (Kind::Table, p)));
+        return Ok(());
+    }
+    out.extend(case_files(path)?.into_iter().map(|p| (Kind::Case, p)));
+    let devices = path.join("devices");
+    out.extend(yaml_files(&devices).into_iter().map(|p| (Kind::Table, p)));
+    if devices.is_dir() {
+        let expectations = path.join("../reports/expectations");
+        out.extend(
+            yaml_files(&expectations)
+                .into_iter()
+                .map(|p| (Kind::Expectations, p)),
+        );
+    }
+    Ok(())
+}
+
+/// Checks `paths` (the default cases folder when empty).
+pub fn check(paths: &[PathBuf]) -> Checked {
+    let default = [cases_root()];
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
+    let mut found = BTreeSet::new();
+    let mut checked = Checked::default();
+    for p in paths {
+        if let Err(e) = files(p, &mut found) {
+            checked.errors.push(e);
+        }
+    }
+    for (kind, path) in &found {
+        let result = match kind {
+            Kind::Case => {
+                checked.cases += 1;
+                plan::load(&root_of(path), path)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+            Kind::Table => {
+                checked.tables += 1;
+                MemoryTable::from_yaml_file(path)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+            Kind::Expectations => {
+                checked.expectations += 1;
+                Expectations::load(path).map(drop)
+            }
+        };
+        if let Err(e) = result {
+            checked.errors.push(e);
+        }
+    }
+    checked
+}

@@ -1,0 +1,413 @@
+//! `vkcopy-suite explain`: what a case would do, from its plan alone: shapes,
+//! byte sizes, the bytes each copy moves and the memory types the policy picks
+//! on a recorded table. Nothing runs; the table comes from the case's
+//! `simulate_memory`, `--table`, or else the first Vulkan device.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
+use crate::rt::{span_bytes, Context, Dim, ElemType, MemoryTable, Policy, Role};
+use crate::selection::{self, SelectionPlan};
+use crate::steps::measure::{self, Timed};
+use crate::steps::{checks, compute, copies, memory, views, Op, OpKind};
+
+/// The file of `case`: a path, or a name such as `basic::round_trip_2d`.
+fn case_file(root: &Path, case: &str) -> PathBuf {
+    let p = Path::new(case);
+    if p.is_file() {
+        return p.to_owned();
+    }
+    let mut path = root.join(case.replace("::", "/"));
+    if path.extension().is_none_or(|e| e != "yaml") {
+        path.set_extension("yaml");
+    }
+    path
+}
+
+/// The explanation of `case` under `policy` (the case's own first, then this,
+/// then the default) on the table the case simulates, else `table`, else the
+/// first device's.
+pub fn explain(
+    root: &Path,
+    case: &str,
+    table: Option<&str>,
+    policy: Option<Policy>,
+) -> Result<String, String> {
+    let path = case_file(root, case);
+    let plan = plan::load(root, &path).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    let _ = writeln!(out, "case {} ({})", plan.name, path.display());
+    let _ = writeln!(out, "about: {}", plan.about.trim());
+    if let Some(m) = &plan.mirrors {
+        let _ = writeln!(out, "mirrors: {m}");
+    }
+    match &plan.kind {
+        PlanKind::Selection(s) => selection_lines(s, &mut out),
+        PlanKind::Runtime(r) => {
+            let (table, from) = pick_table(root, r, table)?;
+            let (policy, why) = match (r.policy, policy) {
+                (Some(p), _) => (p, "pinned by the case"),
+                (None, Some(p)) => (p, "--policy"),
+                (None, None) => (Policy::default(), "the default"),
+            };
+            let _ = writeln!(out, "policy: {policy} ({why})");
+            let _ = writeln!(out, "table: {} ({from})", table.name);
+            runtime_lines(&plan, r, &table, policy, &mut out);
+        }
+    }
+    Ok(out)
+}
+
+fn pick_table(
+    root: &Path,
+    r: &RuntimePlan,
+    table: Option<&str>,
+) -> Result<(MemoryTable, String), String> {
+    if let Some(t) = &r.simulate_memory {
+        return Ok((t.clone(), "simulate_memory of the case".into()));
+    }
+    if let Some(name) = table {
+        let t = selection::recorded_table(root, name).map_err(|e| format!("--table: {e}"))?;
+        return Ok((t, format!("--table {name}")));
+    }
+    let devices = Context::list_devices().map_err(|e| {
+        format!("the case simulates no table and there is no Vulkan device ({e}); give --table NAME (a file of cases/devices/)")
+    })?;
+    let d = devices
+        .into_iter()
+        .next()
+        .ok_or("no Vulkan device; give --table NAME (a file of cases/devices/)")?;
+    Ok((d.memory, format!("device {}", d.index)))
+}
+
+fn selection_lines(s: &SelectionPlan, out: &mut String) {
+    let _ = writeln!(out, "selection on the recorded table {}:", s.table_name);
+    for c in &s.checks {
+        for &(policy, want) in &c.expect {
+            let request = match (c.role, &c.raw) {
+                (Some(role), _) => policy.request(role),
+                (None, Some(raw)) => *raw,
+                (None, None) => continue,
+            };
+            let picked = match policy.select(&s.table, &request, u32::MAX) {
+                Ok(t) => s.table.describe_type(t),
+                Err(e) => e.to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  line {}: {} under {policy} ({request}): picks {picked}; the case expects type {want}",
+                c.line, c.request
+            );
+        }
+    }
+}
+
+/// A slot's shape: `i32 128x128 (min 0,0 stride 1,128), 65536 bytes`.
+fn shape(elem: ElemType, dims: &[Dim]) -> String {
+    let list = |f: fn(&Dim) -> i64| {
+        dims.iter()
+            .map(|d| f(d).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let extents = dims
+        .iter()
+        .map(|d| d.extent.to_string())
+        .collect::<Vec<_>>()
+        .join("x");
+    format!(
+        "{} {extents} (min {} stride {}), {} bytes",
+        elem.name(),
+        list(|d| d.min),
+        list(|d| d.stride),
+        span_bytes(elem, dims).unwrap_or(0)
+    )
+}
+
+/// Bytes of the elements of `dims` and the contiguous runs they lie in.
+pub fn copy_size(elem: ElemType, dims: &[Dim]) -> (u64, u64) {
+    let elements: u64 = dims.iter().map(|d| d.extent.max(0) as u64).product();
+    // Dimensions whose stride continues the run below them merge into it.
+    let mut run = 1i64;
+    let mut merged = 0;
+    for d in dims {
+        if d.stride == run || d.extent == 1 {
+            run = run.saturating_mul(d.extent);
+            merged += 1;
+        } else {
+            break;
+        }
+    }
+    let runs: u64 = dims[merged..]
+        .iter()
+        .map(|d| d.extent.max(0) as u64)
+        .product();
+    (
+        elements * elem.bytes() as u64,
+        if elements == 0 { 0 } else { runs },
+    )
+}
+
+/// The bytes of the intersection of two boxes of `elem`.
+fn overlap_bytes(elem: ElemType, a: &[Dim], b: &[Dim]) -> u64 {
+    if a.len() != b.len() {
+        return 0;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| {
+            let lo = a.min.max(b.min);
+            let hi = (a.min + a.extent).min(b.min + b.extent);
+            (hi - lo).max(0) as u64
+        })
+        .product::<u64>()
+        * elem.bytes() as u64
+}
+
+struct Ctx<'a> {
+    r: &'a RuntimePlan,
+    table: &'a MemoryTable,
+    policy: Policy,
+}
+
+impl Ctx<'_> {
+    fn name(&self, slot: usize) -> &str {
+        &self.r.slots[slot]
+    }
+
+    fn shape(&self, slot: usize) -> String {
+        format!(
+            "{}: {}",
+            self.name(slot),
+            shape(self.r.slot_elems[slot], &self.r.slot_dims[slot])
+        )
+    }
+
+    fn memory(&self, role: Role) -> String {
+        match self
+            .policy
+            .select(self.table, &self.policy.request(role), u32::MAX)
+        {
+            Ok(t) => self.table.describe_type(t),
+            Err(e) => format!("none: {e}"),
+        }
+    }
+
+    fn copy(&self, slot: usize, what: &str, role: Role) -> String {
+        let (bytes, runs) = copy_size(self.r.slot_elems[slot], &self.r.slot_dims[slot]);
+        format!(
+            "{what} {}: {bytes} bytes in {runs} contiguous run(s); staging, if the runtime stages: {}",
+            self.name(slot),
+            self.memory(role)
+        )
+    }
+}
+
+fn runtime_lines(
+    plan: &CasePlan,
+    r: &RuntimePlan,
+    table: &MemoryTable,
+    policy: Policy,
+    out: &mut String,
+) {
+    let c = Ctx { r, table, policy };
+    let _ = writeln!(out, "memory types under {policy} on {}:", table.name);
+    for role in Role::ALL {
+        let _ = writeln!(out, "  {:<9} {}", role.name(), c.memory(role));
+    }
+    let _ = writeln!(out, "buffers:");
+    for (i, b) in r.buffers.iter().enumerate() {
+        let host = match (b.host, b.host_offset) {
+            (false, _) => "no host memory".to_owned(),
+            (true, None) => "host memory of vkcopy, page-aligned".to_owned(),
+            (true, Some(o)) => format!("caller host memory {o} bytes past a page"),
+        };
+        let _ = writeln!(out, "  {}; {host}", c.shape(i));
+    }
+    let _ = writeln!(out, "steps ({}):", r.ops.len());
+    for op in &r.ops {
+        let _ = writeln!(out, "  {}: {}", op.place(), step_line(&c, op));
+    }
+    let _ = writeln!(
+        out,
+        "then: the buffers are freed, and the case fails on anything still alive or any validation message"
+    );
+    let kernels = plan.kernel_elem_types();
+    if !kernels.is_empty() {
+        let names: Vec<&str> = kernels.iter().map(|t| t.name()).collect();
+        let _ = writeln!(out, "kernels on: {}", names.join(", "));
+    }
+}
+
+fn step_line(c: &Ctx, op: &Op) -> String {
+    match &op.kind {
+        OpKind::Memory(m) => match m {
+            memory::Op::DeviceMalloc(s) => format!(
+                "device_malloc {}; device memory: {}",
+                c.shape(*s),
+                c.memory(Role::Device)
+            ),
+            memory::Op::DeviceFree(s) => format!("device_free {}", c.name(*s)),
+            memory::Op::Release(s) => format!("release {}", c.name(*s)),
+            memory::Op::SetDirty {
+                buffer,
+                host_dirty,
+                device_dirty,
+            } => {
+                let bits: Vec<String> =
+                    [("host_dirty", host_dirty), ("device_dirty", device_dirty)]
+                        .into_iter()
+                        .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
+                        .collect();
+                format!("set_dirty {}: {}", c.name(*buffer), bits.join(", "))
+            }
+            memory::Op::FillHeap { heap, leave } => {
+                format!("fill_heap {heap}, leaving {leave} bytes")
+            }
+            memory::Op::ReleaseUnused => "release_unused".into(),
+            memory::Op::DeviceRelease => "device_release".into(),
+        },
+        OpKind::Copies(k) => match k {
+            copies::Op::CopyToDevice(s) => format!(
+                "{}; device memory, if none yet: {}",
+                c.copy(*s, "copy_to_device (if host-dirty)", Role::Upload),
+                c.memory(Role::Device)
+            ),
+            copies::Op::CopyToHost(s) => {
+                c.copy(*s, "copy_to_host (if device-dirty)", Role::Readback)
+            }
+            copies::Op::BufferCopy {
+                from,
+                to,
+                to_device,
+            } => {
+                let elem = c.r.slot_elems[*from];
+                let bytes = overlap_bytes(elem, &c.r.slot_dims[*from], &c.r.slot_dims[*to]);
+                let side = if *to_device { "device" } else { "host" };
+                format!(
+                    "buffer_copy {} -> {}'s {side} memory: {bytes} bytes (the boxes' intersection)",
+                    c.name(*from),
+                    c.name(*to)
+                )
+            }
+        },
+        OpKind::Views(v) => {
+            let (step, from, to) = match v {
+                views::Op::Crop { from, to, .. } => ("crop", from, to),
+                views::Op::Slice { from, to, .. } => ("slice", from, to),
+                views::Op::View { from, to, .. } => ("view", from, to),
+                views::Op::ViewNoHost { from, to } => ("view_no_host", from, to),
+            };
+            format!("{step} of {} makes {}", c.name(*from), c.shape(*to))
+        }
+        OpKind::Compute(k) => match k {
+            compute::Op::FillHost { buffer, .. } => format!("fill_host {}", c.shape(*buffer)),
+            compute::Op::FillDevice { buffer, .. } => {
+                format!("fill_device {} (a kernel)", c.shape(*buffer))
+            }
+            compute::Op::AddHost { out, inputs, .. } => {
+                format!("add_host into {} from {}", c.shape(*out), names(c, inputs))
+            }
+            compute::Op::AddDevice { out, inputs, .. } => format!(
+                "add_device into {} from {} (a kernel)",
+                c.shape(*out),
+                names(c, inputs)
+            ),
+            compute::Op::SumDevice { out, input, dim } => format!(
+                "sum_device of {} over dimension {dim} into {} (a kernel)",
+                c.name(*input),
+                c.shape(*out)
+            ),
+        },
+        OpKind::Checks(k) => match k {
+            checks::Op::Expect { buffer, region, .. } => match region {
+                None => format!("expect every element of {}", c.shape(*buffer)),
+                Some((min, extent)) => format!(
+                    "expect {} over min {min:?} extent {extent:?}",
+                    c.name(*buffer)
+                ),
+            },
+            checks::Op::ExpectFlags { buffer, .. } => format!("expect_flags {}", c.name(*buffer)),
+            checks::Op::ExpectCounters(list) => {
+                let list: Vec<String> = list.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                format!("expect_counters {}", list.join(", "))
+            }
+            checks::Op::ExpectMemory { role, .. } => {
+                format!("expect_memory {role}: this table gives {}", c.memory(*role))
+            }
+        },
+        OpKind::Measure(m) => match m {
+            measure::Op::Profiling(on) => format!("profiling {on}"),
+            measure::Op::Measure { timed, repeat, .. } => {
+                let what = match timed {
+                    Timed::CopyToHost(s) => c.copy(*s, "copy_to_host", Role::Readback),
+                    Timed::CopyToDevice(s) => c.copy(*s, "copy_to_device", Role::Upload),
+                    Timed::DeviceToDevice { from, to } => {
+                        let (bytes, _) = copy_size(c.r.slot_elems[*from], &c.r.slot_dims[*from]);
+                        format!(
+                            "device to device {} -> {}: {bytes} bytes",
+                            c.name(*from),
+                            c.name(*to)
+                        )
+                    }
+                };
+                format!("measure {repeat} timed runs of {what}")
+            }
+        },
+        OpKind::ExpectError { error, op } => {
+            format!("expect_error {error} from: {}", step_line(c, op))
+        }
+    }
+}
+
+fn names(c: &Ctx, slots: &[usize]) -> String {
+    if slots.is_empty() {
+        return "no inputs".into();
+    }
+    slots
+        .iter()
+        .map(|s| c.name(*s))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(v: &[(i64, i64)]) -> Vec<Dim> {
+        v.iter()
+            .map(|&(extent, stride)| Dim {
+                min: 0,
+                extent,
+                stride,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn copy_sizes_count_contiguous_runs() {
+        assert_eq!(
+            copy_size(ElemType::I32, &dims(&[(128, 1), (128, 128)])),
+            (65536, 1)
+        );
+        assert_eq!(
+            copy_size(ElemType::U16, &dims(&[(100, 2), (50, 300)])),
+            (10000, 5000)
+        );
+        assert_eq!(
+            copy_size(ElemType::U8, &dims(&[(64, 1), (64, 256)])),
+            (4096, 64)
+        );
+        assert_eq!(copy_size(ElemType::F32, &dims(&[(0, 1)])), (0, 0));
+    }
+
+    #[test]
+    fn overlap_is_the_intersection() {
+        let a = dims(&[(10, 1), (10, 10)]);
+        let mut b = dims(&[(10, 1), (10, 10)]);
+        b[0].min = 5;
+        assert_eq!(overlap_bytes(ElemType::I32, &a, &b), 5 * 10 * 4);
+    }
+}

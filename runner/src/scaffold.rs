@@ -1,0 +1,133 @@
+//! `vkcopy-suite new`: a short case that passes `check` and runs, with the
+//! parts an author edits explained in comments.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::schema::SCHEMA_FILE;
+
+/// The file of case `name` (`basic/my_case` or `basic::my_case`) below `root`.
+pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
+    let name = name
+        .strip_suffix(".yaml")
+        .unwrap_or(name)
+        .replace("::", "/");
+    let parts: Vec<&str> = name.split('/').collect();
+    let word = |p: &&str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if parts.len() < 2 || !parts.iter().all(word) {
+        return Err(format!(
+            "case name '{name}': write FOLDER/NAME (e.g. basic/my_case) in lowercase letters, digits and _"
+        ));
+    }
+    if parts[0] == "devices" {
+        return Err("devices/ holds recorded memory tables, not cases".into());
+    }
+    let mut path = root.to_owned();
+    path.extend(&parts);
+    path.set_extension("yaml");
+    Ok(path)
+}
+
+/// The skeleton text of a case at `depth` folders below the cases folder.
+pub fn skeleton(depth: usize, mirrors: Option<&str>) -> String {
+    let schema = format!("{}{SCHEMA_FILE}", "../".repeat(depth));
+    let mirrors = match mirrors {
+        Some(m) => format!("mirrors: {m}   # the Halide test this case mirrors\n"),
+        None => {
+            "# mirrors: test/correctness/TEST.cpp   # the Halide test this case mirrors, if any\n"
+                .to_owned()
+        }
+    };
+    format!(
+        r#"# yaml-language-server: $schema={schema}
+# Fields and steps: cases/REFERENCE.md; ideas: cases/README.md.
+about: >
+  A 64x32 i32 buffer of x + 64*y goes to device memory and back; the values
+  read back come from the device. (Say here what this case checks.)
+{mirrors}buffers:
+  # Host memory of zeros, not dirty; mins 0, dense strides. Add `min:`,
+  # `stride:` or `host: false` for other layouts.
+  g: {{ type: i32, extent: [64, 32] }}
+steps:
+  - fill_host: {{ buffer: g, value: "x + 64*y" }}   # g becomes host-dirty
+  - copy_to_device: g                           # allocates, uploads, clears host_dirty
+  # Overwrite the host so that the values checked below can only come from
+  # the device.
+  - fill_host: {{ buffer: g, value: "0" }}
+  - set_dirty: {{ buffer: g, host_dirty: false, device_dirty: true }}
+  - copy_to_host: g                             # reads back, clears device_dirty
+  - expect: {{ buffer: g, value: "x + 64*y" }}
+  - expect_flags: {{ buffer: g, host_dirty: false, device_dirty: false, has_device: true }}
+# After the last step the runner frees the buffers and checks that nothing the
+# case made is still alive (device regions, VkBuffers, VkDeviceMemory,
+# mappings, command pools, fences) and that the validation layer said nothing:
+# a leak or a validation message fails the case.
+"#
+    )
+}
+
+/// Writes the skeleton of case `name` below `root`; never overwrites.
+pub fn write(root: &Path, name: &str, mirrors: Option<&str>) -> Result<PathBuf, String> {
+    let path = case_path(root, name)?;
+    if let Some(m) = mirrors.filter(|m| m.trim().is_empty() || m.contains('\n')) {
+        return Err(format!("--mirrors '{m}': one line naming a Halide test"));
+    }
+    let depth = path
+        .strip_prefix(root)
+        .map(|p| p.components().count() - 1)
+        .unwrap_or(1);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                format!("{} exists; not overwriting it", path.display())
+            }
+            _ => format!("{}: {e}", path.display()),
+        })?;
+    file.write_all(skeleton(depth, mirrors).as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_to_files() {
+        let root = Path::new("/c");
+        assert_eq!(
+            case_path(root, "basic/my_case").unwrap(),
+            Path::new("/c/basic/my_case.yaml")
+        );
+        assert_eq!(
+            case_path(root, "halide::gpu_x.yaml").unwrap(),
+            Path::new("/c/halide/gpu_x.yaml")
+        );
+        assert!(case_path(root, "my_case").is_err());
+        assert!(case_path(root, "basic/../x").is_err());
+        assert!(case_path(root, "devices/x").is_err());
+        assert!(case_path(root, "Basic/x").is_err());
+    }
+
+    #[test]
+    fn skeleton_points_at_the_schema_and_parses() {
+        let text = skeleton(2, Some("test/correctness/device_crop.cpp"));
+        assert!(text.starts_with("# yaml-language-server: $schema=../../case.schema.json\n"));
+        let root = crate::discover::cases_root();
+        let plan = crate::plan::parse(&root, &root.join("basic/new.yaml"), &text).unwrap();
+        assert_eq!(
+            plan.mirrors.as_deref(),
+            Some("test/correctness/device_crop.cpp")
+        );
+    }
+}

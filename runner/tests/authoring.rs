@@ -1,0 +1,206 @@
+//! Writing a case as a user does: `new`, `check`, `explain`, then a run, all
+//! through the `vkcopy-suite` binary. `check` needs no device, so a broken case
+//! of `cases/` fails here even where there is none.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use vkcopy_suite::discover::{case_files, cases_root};
+
+fn suite() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check(paths: &[&Path]) -> Output {
+    suite().arg("check").args(paths).output().unwrap()
+}
+
+/// A cases folder with the recorded tables of the real one.
+fn temp_cases() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = dir.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    for name in ["lavapipe.yaml", "nvidia-h200.yaml"] {
+        std::fs::copy(cases_root().join("devices").join(name), devices.join(name)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn every_case_table_and_expectation_file_checks_without_a_device() {
+    let out = check(&[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let cases = case_files(&cases_root()).unwrap().len();
+    let tables = std::fs::read_dir(cases_root().join("devices"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        stdout.trim(),
+        format!("checked {cases} cases, {tables} tables, 3 expectation files: 0 errors")
+    );
+}
+
+#[test]
+fn check_reports_every_broken_file_located() {
+    let dir = temp_cases();
+    let basic = dir.path().join("basic");
+    std::fs::create_dir(&basic).unwrap();
+    let good = "about: a\nbuffers:\n  g: { type: i32, extent: [8] }\nsteps:\n";
+    std::fs::write(
+        basic.join("unknown_buffer.yaml"),
+        format!("{good}  - copy_to_device: g\n  - fill_host: {{ buffer: h, value: \"x\" }}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        basic.join("bad_value.yaml"),
+        format!("{good}  - fill_host: {{ buffer: g, value: \"x +\" }}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        basic.join("fine.yaml"),
+        format!("{good}  - copy_to_device: g\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("devices/broken.yaml"),
+        "name: x\ndevice_type: cpu\n",
+    )
+    .unwrap();
+    let out = check(&[dir.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    let at = |f: &str| basic.join(f).display().to_string();
+    assert!(
+        lines[0].starts_with(&format!(
+            "{}:5:5: fill_host: field value: 'x +'",
+            at("bad_value.yaml")
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "{}:6:5: fill_host: unknown buffer 'h'; buffers are [\"g\"]",
+            at("unknown_buffer.yaml")
+        )
+    );
+    assert!(lines[2].contains("broken.yaml"), "{stderr}");
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "checked 3 cases, 3 tables, 0 expectation files: 3 errors"
+    );
+}
+
+#[test]
+fn check_of_a_missing_path_fails() {
+    let out = check(&[Path::new("/nonexistent/cases")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("/nonexistent/cases: no such file or folder"));
+}
+
+#[test]
+fn new_writes_a_case_that_checks_and_runs() {
+    let dir = temp_cases();
+    let new = |extra: &[&str]| {
+        suite()
+            .args(["new", "basic/my_case", "--cases"])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = new(&["--mirrors", "test/correctness/device_buffer_copy.cpp"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let file = dir.path().join("basic/my_case.yaml");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("mirrors: test/correctness/device_buffer_copy.cpp"));
+    assert!(written.starts_with("# yaml-language-server: $schema=../case.schema.json"));
+
+    let again = new(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("exists; not overwriting it"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+
+    let out = check(&[&file]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "checked 1 cases, 0 tables, 0 expectation files: 0 errors"
+    );
+
+    let reports = tempfile::tempdir().unwrap();
+    let out = suite()
+        .args(["run", "--filter", "basic::my_case", "--cases"])
+        .arg(dir.path())
+        .arg("--report-dir")
+        .arg(reports.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        eprintln!("no Vulkan device: the new case is checked but not run");
+        return;
+    }
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("pass  basic::my_case"), "{stdout}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+#[test]
+fn explain_shows_sizes_copies_and_memory_types() {
+    let out = suite()
+        .args(["explain", "basic::round_trip_2d", "--table", "nvidia-h200"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for want in [
+        "case basic::round_trip_2d",
+        "policy: vkcopy (the default)",
+        "table: NVIDIA H200 (--table nvidia-h200)",
+        "  readback  type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)",
+        "  g: i32 128x128 (min 0,0 stride 1,128), 65536 bytes; host memory of vkcopy, page-aligned",
+        "copy_to_device (if host-dirty) g: 65536 bytes in 1 contiguous run(s)",
+        "steps (8):",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
+    }
+    let legacy = suite()
+        .args(["explain", "basic::round_trip_2d", "--table", "nvidia-h200"])
+        .args(["--policy", "halide-legacy"])
+        .output()
+        .unwrap();
+    let legacy = text(&legacy.stdout);
+    assert!(
+        legacy.contains("  readback  type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)"),
+        "{legacy}"
+    );
+}
+
+#[test]
+fn explain_of_an_unknown_table_says_so() {
+    let out = suite()
+        .args(["explain", "basic::round_trip_2d", "--table", "no-such-gpu"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--table: no recorded table 'no-such-gpu'"));
+}
+
+#[test]
+fn schema_command_prints_the_committed_schema() {
+    let out = suite().arg("schema").output().unwrap();
+    assert!(out.status.success());
+    let committed = std::fs::read_to_string(cases_root().join("case.schema.json")).unwrap();
+    assert!(
+        text(&out.stdout) == committed,
+        "cases/case.schema.json is stale"
+    );
+}
