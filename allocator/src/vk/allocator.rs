@@ -1,12 +1,14 @@
 //! The device allocator. For each request the policy ranks the memory types;
 //! the allocator takes a region of an existing block of the first type that has
 //! room, or allocates a new block, and moves to the next type when
-//! `vkAllocateMemory` runs out of memory or the heap is full. Blocks are pooled
+//! `vkAllocateMemory` runs out of memory or the heap is full even after its empty
+//! blocks went back to the driver. Blocks are pooled
 //! per memory type (Halide's `BlockAllocator` and `RegionAllocator`,
 //! `src/runtime/internal/`); each region has its own `VkBuffer` bound at its
 //! offset, kept for reuse when the region is released. With a simulated table
 //! (module `simulate`) selection runs on the recorded table, and its heap sizes
-//! are enforced.
+//! are enforced, as are the real heaps behind them and `maxMemoryAllocationSize`
+//! (`memory::room`). Dedicated blocks are freed when their region is released.
 
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
