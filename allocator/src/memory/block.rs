@@ -358,7 +358,7 @@ impl<B, T> BlockPool<B, T> {
     }
 
     /// [`RegionAllocator::release`] in `block`: the new use count. The block stays
-    /// until [`collect`](Self::collect), even when dedicated (Halide's semantics).
+    /// until [`collect`](Self::collect) or [`remove_if_empty`](Self::remove_if_empty).
     pub(crate) fn release(&mut self, block: BlockId, region: RegionId) -> Result<u32, PoolError> {
         self.regions_mut(block)?
             .release(region)
@@ -397,6 +397,16 @@ impl<B, T> BlockPool<B, T> {
             }
         }
         (freed, payloads)
+    }
+
+    /// Removes `block` if nothing in it is reserved. Returns (its payload, region
+    /// payloads to destroy first), or None when it is unknown or still in use.
+    pub(crate) fn remove_if_empty(&mut self, block: BlockId) -> Option<(B, Vec<T>)> {
+        if !self.blocks.get(&block)?.regions.is_empty() {
+            return None;
+        }
+        let mut b = self.blocks.remove(&block)?;
+        Some((b.payload, b.regions.drain()))
     }
 
     /// Removes every block, reserved or not, for teardown. Returns (block payloads,

@@ -8,6 +8,7 @@ pub(crate) mod block;
 pub mod config;
 pub mod policy;
 pub(crate) mod region;
+pub(crate) mod room;
 pub mod table;
 #[cfg(feature = "yaml")]
 mod table_yaml;

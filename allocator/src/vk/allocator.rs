@@ -1,12 +1,14 @@
 //! The device allocator. For each request the policy ranks the memory types;
 //! the allocator takes a region of an existing block of the first type that has
 //! room, or allocates a new block, and moves to the next type when
-//! `vkAllocateMemory` runs out of memory or the heap is full. Blocks are pooled
+//! `vkAllocateMemory` runs out of memory or the heap is full even after its empty
+//! blocks went back to the driver. Blocks are pooled
 //! per memory type (Halide's `BlockAllocator` and `RegionAllocator`,
 //! `src/runtime/internal/`); each region has its own `VkBuffer` bound at its
 //! offset, kept for reuse when the region is released. With a simulated table
 //! (module `simulate`) selection runs on the recorded table, and its heap sizes
-//! are enforced.
+//! are enforced, as are the real heaps behind them and `maxMemoryAllocationSize`
+//! (`memory::room`). Dedicated blocks are freed when their region is released.
 
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,7 @@ use crate::memory::block::{BlockId, BlockPool, Placement as PoolPlacement};
 use crate::memory::config::AllocConfig;
 use crate::memory::policy::{Policy, Role};
 use crate::memory::region::{round_up, RegionId};
+use crate::memory::room::{HeapUse, Limits, NoRoom};
 use crate::memory::table::MemoryTable;
 use crate::stats::Placement;
 use crate::vk::device::DeviceShared;
@@ -36,6 +39,8 @@ struct BlockMemory {
     memory: vk::DeviceMemory,
     size: u64,
     heap: u32,
+    /// Heap of the real device it was allocated from.
+    real_heap: u32,
     /// What the host writes and reads: the mapping, or the shadow cache.
     mapped: Option<NonNull<u8>>,
     /// For simulated non-coherent types: the real mapping and the shadow, owned here.
@@ -117,6 +122,9 @@ struct State {
     heap_used: Vec<u64>,
     /// Bytes of each heap taken by `fill_heap` (simulation only).
     heap_filler: Vec<u64>,
+    /// Bytes of `VkDeviceMemory` per heap of the real device (differs from
+    /// `heap_used` under simulation).
+    real_heap_used: Vec<u64>,
 }
 
 // SAFETY: the raw pointers in BlockMemory refer to mappings and shadow buffers that
@@ -149,6 +157,19 @@ pub(crate) struct Allocator {
 /// `v` rounded up to a multiple of `a`; sizes here are far below overflow.
 fn align_up(v: u64, a: u64) -> u64 {
     round_up(v, a).unwrap_or(u64::MAX)
+}
+
+/// Why a placement failed, deciding what to free before trying again.
+#[derive(Debug)]
+enum Refusal {
+    /// The pool's limits (`maximum_pool_size`, `maximum_block_count`, heap size).
+    Pool(String),
+    /// The heap's limits.
+    NoRoom(NoRoom),
+    /// `vkAllocateMemory` ran out of device or host memory.
+    Driver(vk::Result),
+    /// Any other failure; not retried.
+    Failed(String),
 }
 
 impl Allocator {
@@ -193,6 +214,7 @@ impl Allocator {
                 pools,
                 heap_used: vec![0; heaps],
                 heap_filler: vec![0; heaps],
+                real_heap_used: vec![0; device.memory.heaps.len()],
             }),
             device,
         })
@@ -239,34 +261,49 @@ impl Allocator {
         }
     }
 
-    /// Whether `bytes` more fit in `heap`: the simulated heap size (minus what
-    /// `fill_heap` took) in a simulation; always on a real device, whose driver says
-    /// when it is out of memory.
-    fn heap_has_room(&self, st: &State, heap: u32, bytes: u64) -> bool {
-        if !self.is_simulated() {
-            return self.within_budget(heap, bytes);
-        }
-        let h = heap as usize;
-        st.heap_used[h]
-            .saturating_add(st.heap_filler[h])
-            .saturating_add(bytes)
-            <= self.table.heaps[h].size
+    /// Why a new block of `bytes` in selection type `ty` may not be allocated, if it
+    /// may not (see [`Limits::refuse`]).
+    fn block_refusal(&self, st: &State, ty: u32, bytes: u64) -> Option<NoRoom> {
+        let h = self.table.types[ty as usize].heap as usize;
+        let real = self.real_heap(ty) as usize;
+        let limits = Limits {
+            simulated: self.is_simulated().then(|| HeapUse {
+                used: st.heap_used[h].saturating_add(st.heap_filler[h]),
+                size: self.table.heaps[h].size,
+            }),
+            real: HeapUse {
+                used: st.real_heap_used[real],
+                size: self.device.memory.heaps[real].size,
+            },
+            max_allocation: self.device.info.max_memory_allocation_size,
+            budget: if self.is_simulated() {
+                None
+            } else {
+                self.budget(real)
+            },
+        };
+        limits.refuse(bytes)
     }
 
-    /// Whether `bytes` more stay within the driver's budget for `heap`
-    /// (`VK_EXT_memory_budget`); true without the extension.
-    fn within_budget(&self, heap: u32, bytes: u64) -> bool {
+    /// The real device's heap behind selection type `ty`.
+    fn real_heap(&self, ty: u32) -> u32 {
+        self.device.memory.types[self.real_type(ty) as usize].heap
+    }
+
+    /// The driver's usage and budget of real heap `heap` (`VK_EXT_memory_budget`).
+    fn budget(&self, heap: usize) -> Option<HeapUse> {
         if !self.device.memory_budget {
-            return true;
+            return None;
         }
         let (instance, physical) = (&self.device.instance.raw, self.device.physical);
         let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
         let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
         // SAFETY: the extension is enabled on the device; a valid pNext chain.
         unsafe { instance.get_physical_device_memory_properties2(physical, &mut props) };
-        let h = heap as usize;
-        let (usage, limit) = (budget.heap_usage[h], budget.heap_budget[h]);
-        limit == 0 || usage.saturating_add(bytes) <= limit
+        Some(HeapUse {
+            used: budget.heap_usage[heap],
+            size: budget.heap_budget[heap],
+        })
     }
 
     /// Takes all of `heap` but `leave` bytes, as if other programs used it.
@@ -306,9 +343,7 @@ impl Allocator {
     ) -> std::result::Result<BlockMemory, vk::Result> {
         let (device, stats) = (&self.device.raw, &self.device.stats);
         let heap = self.table.types[ty as usize].heap;
-        if !self.heap_has_room(st, heap, size) {
-            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
-        }
+        let real_heap = self.real_heap(ty);
         let info = vk::MemoryAllocateInfo::default()
             .allocation_size(size)
             .memory_type_index(self.real_type(ty));
@@ -320,6 +355,7 @@ impl Allocator {
             memory,
             size,
             heap,
+            real_heap,
             mapped: None,
             shadow: None,
         };
@@ -349,6 +385,7 @@ impl Allocator {
             }
         }
         st.heap_used[heap as usize] += size;
+        st.real_heap_used[real_heap as usize] += size;
         Ok(block)
     }
 
@@ -368,6 +405,7 @@ impl Allocator {
         }
         stats.memory_freed(b.size);
         st.heap_used[b.heap as usize] -= b.size;
+        st.real_heap_used[b.real_heap as usize] -= b.size;
     }
 
     fn destroy_buffers(&self, buffers: Vec<vk::Buffer>) {
@@ -481,8 +519,10 @@ impl Allocator {
     }
 
     /// A region of `size` bytes in a block of type `ty`: an existing block, or a new
-    /// one (smaller if the preferred size does not fit), collecting free blocks once
-    /// when the pool's limits refuse.
+    /// one (smaller if the preferred size does not fit). When the pool's limits, the
+    /// heap or the driver refuse, the empty blocks go back to the driver (of this
+    /// pool; of every pool on the heap, or every pool when the driver is out of
+    /// memory) and the request is tried once more, as VMA does.
     fn place(
         &self,
         st: &mut State,
@@ -491,12 +531,94 @@ impl Allocator {
         alignment: u64,
     ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), String>
     {
-        let mut placed = st.pools[ty as usize].place(size, alignment, false);
-        if placed.is_err() {
-            self.collect_pool(st, ty as usize);
-            placed = st.pools[ty as usize].place(size, alignment, false);
+        let heap = self.table.types[ty as usize].heap;
+        let refused = match self.place_once(st, ty, size, alignment) {
+            Ok(placed) => return Ok(placed),
+            Err(r) => r,
+        };
+        // Collecting also merges free neighbours, which may make room in a block.
+        let retry = match refused {
+            Refusal::Pool(_) => {
+                self.collect_pool(st, ty as usize);
+                true
+            }
+            Refusal::NoRoom(NoRoom::TooLarge { .. }) | Refusal::Failed(_) => false,
+            Refusal::NoRoom(_) => {
+                self.collect_heap(st, Some(heap));
+                true
+            }
+            Refusal::Driver(_) => {
+                self.collect_heap(st, None);
+                true
+            }
+        };
+        let refused = if retry {
+            match self.place_once(st, ty, size, alignment) {
+                Ok(placed) => return Ok(placed),
+                Err(r) => r,
+            }
+        } else {
+            refused
+        };
+        Err(match refused {
+            Refusal::Pool(why) | Refusal::Failed(why) => why,
+            Refusal::NoRoom(NoRoom::TooLarge { max }) => format!(
+                "a block of {} bytes is larger than maxMemoryAllocationSize ({max} bytes)",
+                align_up(size, alignment)
+            ),
+            Refusal::NoRoom(NoRoom::Real(real)) => format!(
+                "heap {heap} is backed by heap {} of the real device, which cannot hold \
+                 the block ({} of {} bytes allocated)",
+                self.real_heap(ty),
+                real.used,
+                real.size
+            ),
+            Refusal::NoRoom(NoRoom::Simulated) => self.heap_full(st, heap, "simulated heap size"),
+            Refusal::NoRoom(NoRoom::Budget(b)) => self.heap_full(
+                st,
+                heap,
+                &format!("memory budget: {} of {} bytes in use", b.used, b.size),
+            ),
+            Refusal::Driver(e) => self.heap_full(st, heap, &e.to_string()),
+        })
+    }
+
+    /// The out-of-memory message of `heap`: live bytes and pooled free bytes apart.
+    fn heap_full(&self, st: &State, heap: u32, why: &str) -> String {
+        let (mut live, mut pooled) = (0u64, 0u64);
+        for (t, pool) in self.table.types.iter().zip(&st.pools) {
+            if t.heap == heap {
+                live += pool.reserved();
+                pooled += pool.pool_size();
+            }
         }
-        let (block_size, dedicated) = match placed.map_err(|e| e.to_string())? {
+        let h = heap as usize;
+        let filler = st.heap_filler[h];
+        format!(
+            "heap {heap} is full ({why}): {live} bytes live, {} bytes free in pooled blocks{} \
+             of {} bytes",
+            pooled.saturating_sub(live),
+            if filler > 0 {
+                format!(", {filler} bytes taken by fill_heap,")
+            } else {
+                ",".to_owned()
+            },
+            self.table.heaps[h].size
+        )
+    }
+
+    fn place_once(
+        &self,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+        alignment: u64,
+    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), Refusal>
+    {
+        let placed = st.pools[ty as usize]
+            .place(size, alignment, false)
+            .map_err(|e| Refusal::Pool(e.to_string()))?;
+        let (block_size, dedicated) = match placed {
             PoolPlacement::Existing { block, reservation } => return Ok((block, reservation)),
             PoolPlacement::NeedBlock {
                 size: bs,
@@ -509,27 +631,26 @@ impl Allocator {
         if exact < block_size {
             tries.push(exact);
         }
-        let mut last = vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
+        let mut last = Refusal::NoRoom(NoRoom::Simulated);
         for bs in tries {
+            if let Some(r) = self.block_refusal(st, ty, bs) {
+                last = Refusal::NoRoom(r);
+                continue;
+            }
             match self.allocate_block(st, ty, bs) {
                 Ok(mem) => {
                     return st.pools[ty as usize]
                         .add_block(mem, bs, dedicated, size, alignment)
-                        .map_err(|e| e.to_string());
+                        .map_err(|e| Refusal::Failed(e.to_string()));
                 }
                 Err(
                     e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
                     | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
-                ) => last = e,
-                Err(e) => return Err(format!("vkAllocateMemory failed: {e}")),
+                ) => last = Refusal::Driver(e),
+                Err(e) => return Err(Refusal::Failed(format!("vkAllocateMemory failed: {e}"))),
             }
         }
-        let heap = self.table.types[ty as usize].heap;
-        Err(format!(
-            "heap {heap} is full ({last}: {} of {} bytes in use)",
-            st.heap_used[heap as usize] + st.heap_filler[heap as usize],
-            self.table.heaps[heap as usize].size
-        ))
+        Err(last)
     }
 
     fn create_buffer(
@@ -555,11 +676,21 @@ impl Allocator {
         Ok(buffer)
     }
 
+    /// Merges free regions and frees the empty blocks of type `ty`'s pool.
     fn collect_pool(&self, st: &mut State, ty: usize) {
         let (blocks, buffers) = st.pools[ty].collect();
         self.destroy_buffers(buffers);
         for b in blocks {
             self.free_block(st, b);
+        }
+    }
+
+    /// [`collect_pool`](Self::collect_pool) for every type on `heap` (every type for None).
+    fn collect_heap(&self, st: &mut State, heap: Option<u32>) {
+        for ty in 0..st.pools.len() {
+            if heap.is_none_or(|h| self.table.types[ty].heap == h) {
+                self.collect_pool(st, ty);
+            }
         }
     }
 
@@ -569,7 +700,15 @@ impl Allocator {
         // An error here means the region was already released (an emulated Halide
         // bug released it early); there is nothing left to do.
         if let Some((block, region)) = a.owner {
-            let _ = st.pools[a.memory_type as usize].release(block, region);
+            let pool = &mut st.pools[a.memory_type as usize];
+            let dedicated = pool.block(block).is_some_and(|b| b.dedicated);
+            // A dedicated block serves no other request: it goes back at once.
+            if let (Ok(0), true) = (pool.release(block, region), dedicated) {
+                if let Some((memory, buffers)) = pool.remove_if_empty(block) {
+                    self.destroy_buffers(buffers);
+                    self.free_block(&mut st, memory);
+                }
+            }
         }
     }
 

@@ -198,3 +198,7 @@ pub(crate) fn shadow_block(_real: NonNull<u8>, _size: u64) -> (NonNull<u8>, *mut
 pub(crate) unsafe fn free_shadow(_raw: *mut [u8]) {
     unreachable!("no block has a shadow without the simulate feature")
 }
+
+#[cfg(all(test, feature = "simulate"))]
+#[path = "simulate_tests.rs"]
+mod tests;

@@ -232,6 +232,25 @@ fn collect_frees_empty_blocks_and_their_payloads() {
 }
 
 #[test]
+fn remove_if_empty_takes_one_unused_block() {
+    let mut pool = Pool::new(AllocConfig::default(), 16 * GIB);
+    let (d, rd) = pool.add_block(7, 300 * MIB, true, 300 * MIB, 1).unwrap();
+    pool.set_payload(d, rd.id, 70).unwrap();
+    let (s, rs) = pool.add_block(8, 32 * MIB, false, 64, 1).unwrap();
+    // In use: stays.
+    assert_eq!(pool.remove_if_empty(d), None);
+    assert_eq!(pool.release(d, rd.id), Ok(0));
+    assert_eq!(pool.remove_if_empty(d), Some((7, vec![70])));
+    assert_eq!((pool.blocks(), pool.pool_size()), (1, 32 * MIB));
+    // Gone, and the other block untouched.
+    assert_eq!(pool.remove_if_empty(d), None);
+    assert_eq!(pool.reserved(), 64);
+    pool.release(s, rs.id).unwrap();
+    assert_eq!(pool.remove_if_empty(s), Some((8, vec![])));
+    assert_eq!(pool.blocks(), 0);
+}
+
+#[test]
 fn region_errors_name_the_block() {
     let mut pool = Pool::new(AllocConfig::default(), 16 * GIB);
     let (a, r) = pool.add_block(1, 32 * MIB, false, 64, 1).unwrap();
