@@ -55,7 +55,10 @@ pub mod types;
 mod vk;
 
 pub use buffer::host::{HostBytes, HOST_ALIGNMENT};
-pub use buffer::{Buffer, Comparison, DeviceView, HostMemory, HostView, Mismatch};
+pub use buffer::{
+    Buffer, Comparison, DeviceView, Element, HostMemory, HostSlice, HostSliceMut, HostView,
+    Mismatch,
+};
 #[cfg(feature = "emulate")]
 pub use emulate::Emulate;
 pub use error::{Error, Result};
@@ -65,7 +68,9 @@ pub use memory::table::{DeviceType, MemoryTable};
 pub use profile::CopyStats;
 pub use runtime::context::{Context, COUNTER_NAMES};
 pub use runtime::copy_choice::CopyCalibration;
+pub use runtime::copy_new::Copied;
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader};
+pub use runtime::launch::{Access, Arg};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{CopyPath, Dim, ElemType, Value, MAX_DIMS};

@@ -46,8 +46,8 @@ impl Context {
                 dst.name()
             )));
         }
-        let from_device_valid = src.device.is_some() && (!src.has_host() || !src.host_dirty);
-        let from_host_valid = src.has_host() && (!src.device_dirty || src.device.is_none());
+        let from_device_valid = src.device.is_some() && (!src.has_host() || !src.is_host_dirty());
+        let from_host_valid = src.has_host() && (!src.is_device_dirty() || src.device.is_none());
         let eb = src.elem().bytes();
         let path = if to_device {
             self.device_malloc(dst)?;
@@ -77,34 +77,44 @@ impl Context {
                 return Err(no_valid_data(src));
             }
         };
-        dst.host_dirty = !to_device;
-        dst.device_dirty = to_device;
+        // Through the setters, so that views of `dst`'s memory learn of the write.
+        if to_device {
+            dst.host_dirty = false;
+            dst.set_device_dirty(true);
+        } else {
+            dst.device_dirty = false;
+            dst.set_host_dirty(true);
+        }
         Ok(path)
     }
 
     /// Halide's `copy_to_device`: allocates device memory when needed and copies the
-    /// host data when the host is dirty; clears `host_dirty`.
+    /// host data when the host is dirty; clears `host_dirty`. Host writes through
+    /// views of the same memory count ([`Buffer::is_host_dirty`]) unless the device
+    /// side is newer; `host_dirty` with a newer device side is [`Error::BothDirty`].
     pub fn copy_to_device(&self, buf: &mut Buffer) -> Result<()> {
-        if buf.host_dirty && buf.device_dirty {
+        if buf.host_dirty && buf.is_device_dirty() {
             return Err(Error::BothDirty(buf.name().to_owned()));
         }
         self.device_malloc(buf)?;
-        if buf.host_dirty {
+        if buf.host_dirty || (buf.host_newer() && !buf.is_device_dirty()) {
             let host = buf
                 .host
                 .as_ref()
                 .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
             let dev = buf.device.as_ref().expect("device_malloc succeeded");
             self.upload((host, buf.dims()), (dev, buf.dims()), buf.elem().bytes())?;
-            buf.host_dirty = false;
+            buf.synced();
         }
         Ok(())
     }
 
     /// Halide's `copy_to_host`: copies device data to the host when the device is
-    /// dirty; clears `device_dirty`.
+    /// dirty; clears `device_dirty`. Kernels and copies into views of the same
+    /// device memory count ([`Buffer::is_device_dirty`]): after a kernel on a crop,
+    /// the parent's `copy_to_host` reads the device.
     pub fn copy_to_host(&self, buf: &mut Buffer) -> Result<()> {
-        if !buf.device_dirty {
+        if !buf.is_device_dirty() {
             return Ok(());
         }
         if buf.host_dirty {
@@ -119,7 +129,7 @@ impl Context {
             .as_ref()
             .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
         self.readback((dev, buf.dims()), (host, buf.dims()), buf.elem().bytes())?;
-        buf.device_dirty = false;
+        buf.synced();
         Ok(())
     }
 }

@@ -6,8 +6,10 @@
 pub(crate) mod context;
 mod copy;
 pub(crate) mod copy_choice;
+pub(crate) mod copy_new;
 mod device_copy;
 pub(crate) mod dispatch;
+pub(crate) mod launch;
 mod malloc;
 pub(crate) mod options;
 pub(crate) mod plan;
