@@ -138,8 +138,9 @@ impl HostBytes {
     }
 
     /// Counts a write through a buffer over this memory.
-    pub(crate) fn count_write(&self) {
-        self.writes.fetch_add(1, Ordering::AcqRel);
+    /// Returns the count before this write.
+    pub(crate) fn count_write(&self) -> u64 {
+        self.writes.fetch_add(1, Ordering::AcqRel)
     }
 
     /// Adds something to run just before the memory is freed.

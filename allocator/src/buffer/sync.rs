@@ -5,10 +5,20 @@
 //! device-dirty ([`Buffer::is_device_dirty`]), and host writes through a crop make
 //! the parent host-dirty, without the caller copying bits between views.
 //!
-//! The counts are conservative: a parent may upload or read back a box that a view
-//! already synchronised. They never make a copy skip data that is newer.
+//! A buffer's own writes do not make it "newer" than itself: its own bit says
+//! those, so Halide's per-buffer rules (and direct assignments of the bits) work
+//! unchanged for a buffer without views. The counts are conservative: a parent may
+//! upload or read back a box that a view already synchronised.
 
 use crate::buffer::{Buffer, DeviceView};
+
+/// After a buffer's own write (the count was `before`): a buffer that had seen
+/// every earlier write has seen this one too; one that had not still has not.
+pub(crate) fn seen_own_write(seen: &mut u64, before: u64) {
+    if *seen == before {
+        *seen = before + 1;
+    }
+}
 
 impl Buffer {
     /// Whether the host holds data the device lacks: `host_dirty`, or host writes
@@ -33,7 +43,7 @@ impl Buffer {
         if let Some(h) = &self.host {
             let mem = h.memory.read().unwrap_or_else(|p| p.into_inner());
             if dirty {
-                mem.count_write();
+                seen_own_write(&mut self.host_seen, mem.count_write());
             } else {
                 self.host_seen = mem.writes();
             }
@@ -47,7 +57,7 @@ impl Buffer {
         self.device_dirty = dirty;
         if let Some(d) = &self.device {
             if dirty {
-                d.region.count_write();
+                seen_own_write(&mut self.device_seen, d.region.count_write());
             } else {
                 self.device_seen = d.region.writes();
             }

@@ -16,6 +16,7 @@ use std::ops::{Deref, DerefMut, Range};
 use std::sync::{RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use crate::buffer::host::HostBytes;
+use crate::buffer::sync::seen_own_write;
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::types::ElemType;
@@ -51,6 +52,7 @@ pub struct HostSliceMut<'a, T: Element> {
     guard: RwLockWriteGuard<'a, HostBytes>,
     range: Range<usize>,
     host_dirty: &'a mut bool,
+    host_seen: &'a mut u64,
     elem: PhantomData<T>,
 }
 
@@ -78,7 +80,7 @@ impl<T: Element> DerefMut for HostSliceMut<'_, T> {
 impl<T: Element> Drop for HostSliceMut<'_, T> {
     fn drop(&mut self) {
         *self.host_dirty = true;
-        self.guard.count_write();
+        seen_own_write(self.host_seen, self.guard.count_write());
     }
 }
 
@@ -170,6 +172,7 @@ impl Buffer {
             guard,
             range,
             host_dirty: &mut self.host_dirty,
+            host_seen: &mut self.host_seen,
             elem: PhantomData,
         })
     }

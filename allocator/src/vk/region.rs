@@ -95,8 +95,9 @@ impl Region {
     }
 
     /// Counts a write into this memory.
-    pub(crate) fn count_write(&self) {
-        self.writes.fetch_add(1, Ordering::AcqRel);
+    /// Returns the count before this write.
+    pub(crate) fn count_write(&self) -> u64 {
+        self.writes.fetch_add(1, Ordering::AcqRel)
     }
 
     /// Gives the memory back to the allocator, once.
