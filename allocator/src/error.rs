@@ -66,6 +66,18 @@ pub enum Error {
     #[error("both host_dirty and device_dirty are set on {0}")]
     BothDirty(String),
 
+    /// The host side of a buffer was read or written while its device side holds
+    /// newer data (its own `device_dirty`, or a kernel or copy into a view of the
+    /// same device memory since the host was last copied back). Call
+    /// [`Context::copy_to_host`](crate::Context::copy_to_host) first.
+    #[error("device_dirty: {0}")]
+    DeviceDirty(String),
+
+    /// Typed host access was refused: the host memory is borrowed by another
+    /// guard of the same memory (a view's), or is not aligned for the element type.
+    #[error("host_in_use: {0}")]
+    HostInUse(String),
+
     /// The buffer has no device allocation where one is needed.
     #[error("no_device_allocation: {0}")]
     NoDeviceAllocation(String),
@@ -139,6 +151,8 @@ impl Error {
             Error::DeviceMallocFailed(_) => "device_malloc_failed",
             Error::HostIsNull(_) => "host_is_null",
             Error::BothDirty(_) => "both_dirty",
+            Error::DeviceDirty(_) => "device_dirty",
+            Error::HostInUse(_) => "host_in_use",
             Error::NoDeviceAllocation(_) => "no_device_allocation",
             Error::IncompatibleBuffers(_) => "incompatible_buffers",
             Error::BadDimensions(_) => "bad_dimensions",

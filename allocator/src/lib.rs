@@ -7,26 +7,70 @@
 //! [`Policy`], copies between host and device with Halide's dirty-bit rules, and
 //! accounts for every object it makes, so that a leak check can say what is left.
 //!
+//! # Walk-through
+//!
+//! This is `kernels/examples/image_round_trip.rs` (run it with `cargo run -p
+//! vkcopy-kernels --example image_round_trip`); the other examples are
+//! `allocator/examples/`: `readback_bench` (readback into caller memory),
+//! `wrap_vk_buffer` (a `VkBuffer` the caller made) and `threads` (one context,
+//! several threads).
+//!
 //! ```no_run
-//! use vkcopy::{Buffer, Context, ContextOptions, ElemType};
+//! use vkcopy::{Arg, Buffer, Context, ContextOptions, Shader};
+//! # fn scale_spirv(base: u64) -> vkcopy::Result<Vec<u32>> { unimplemented!() }
 //!
-//! # fn main() -> vkcopy::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // 1. A context: `default()` reads nothing from the environment; `from_env()`
+//! //    reads the `VKCOPY_*` variables of `ENVIRONMENT`.
 //! let ctx = Context::new(ContextOptions::default())?;
-//! let mut img = Buffer::new("img", ElemType::I32, &[640, 480])?;
-//! img.fill(|c| c[0] + 1000 * c[1])?; // host_dirty
-//! ctx.copy_to_device(&mut img)?; // uploads, clears host_dirty
 //!
-//! // A crop aliases the same device memory; a copy moves the intersection of
-//! // the boxes, here the crop's 64x64 elements.
-//! let crop = img.cropped("crop", &[100, 100], &[64, 64])?;
-//! let mut out = Buffer::new("out", ElemType::I32, &[640, 480])?;
-//! ctx.buffer_copy(&crop, &mut out, false)?;
-//! assert_eq!(out.get(&[100, 100])?, vkcopy::Value::Int(100 + 1000 * 100));
-//! # drop((crop, out, img));
-//! assert!(ctx.leak_check().is_empty());
+//! // 2. A 2-D f32 image over the caller's own `Vec`, without a copy. Its host side
+//! //    holds the data, so it is host-dirty; `copy_to_device` uploads it.
+//! let (w, h) = (256, 128);
+//! let pixels: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+//! let mut img = Buffer::from_vec("img", &[w, h], pixels)?;
+//! ctx.copy_to_device(&mut img)?;
+//!
+//! // 3. A crop: the box (64..192, 32..96), sharing the image's host and device
+//! //    memory. Its element at its mins is element `base` of its binding.
+//! let mut crop = img.cropped("crop", &[64, 32], &[128, 64])?;
+//! let base = ctx.bind(&crop)?.base;
+//!
+//! // 4. The caller's kernel on the crop: the runtime uploads what is host-dirty,
+//! //    writes the descriptors, synchronises, and marks the crop device-dirty. A
+//! //    WGSL kernel goes through `vkcopy_kernels::Kernels::kernel_wgsl` instead.
+//! let key = format!("scale at {base}");
+//! let spirv = || scale_spirv(base);
+//! let shader = Shader { key: &key, spirv: &spirv };
+//! ctx.launch(shader, &mut [Arg::read_write(&mut crop)], 128)?;
+//!
+//! // 5. A device-to-device copy of the crop into a new buffer of its shape (its
+//! //    mins too: `buffer_copy` copies where coordinates agree, and
+//! //    `buffer_copy_counted` refuses boxes that do not intersect).
+//! let copy = ctx.copy_to_new(&crop, "copy", true)?;
+//!
+//! // 6. Readback. The kernel wrote through the crop; the image knows its device
+//! //    side is newer (`is_device_dirty`), so `copy_to_host` reads it. Typed access
+//! //    refuses a device-dirty host (`Error::DeviceDirty`) instead of reading stale
+//! //    data; `host_mut` marks the buffer host-dirty when its guard drops.
+//! ctx.copy_to_host(&mut img)?;
+//! let px = img.host::<f32>()?;
+//! println!("{}", px[(64 + 32 * w) as usize]);
+//! drop(px);
+//!
+//! // 7. The leak check: `leak_check` says what is still alive; `close` tears the
+//! //    context down and says what leaked.
+//! drop((crop, copy, img));
+//! let report = ctx.close();
+//! assert!(report.is_empty(), "{report}");
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The dirty-bit rules are Halide's per buffer (`host_dirty`, `device_dirty`),
+//! plus one: writes through any buffer over some memory are counted on the
+//! memory, so a crop's parent (and every other view) learns of them
+//! ([`Buffer::is_host_dirty`], [`Buffer::is_device_dirty`]).
 //!
 //! Layers, from the bottom: [`types`] and [`Error`]; the memory core
 //! ([`memory`]: tables, policies, configuration, no Vulkan calls); the Vulkan
@@ -55,7 +99,10 @@ pub mod types;
 mod vk;
 
 pub use buffer::host::{HostBytes, HOST_ALIGNMENT};
-pub use buffer::{Buffer, Comparison, DeviceView, HostMemory, HostView, Mismatch};
+pub use buffer::{
+    Buffer, Comparison, DeviceView, Element, HostMemory, HostSlice, HostSliceMut, HostView,
+    Mismatch,
+};
 #[cfg(feature = "emulate")]
 pub use emulate::Emulate;
 pub use error::{Error, Result};
@@ -65,7 +112,9 @@ pub use memory::table::{DeviceType, MemoryTable};
 pub use profile::CopyStats;
 pub use runtime::context::{Context, COUNTER_NAMES};
 pub use runtime::copy_choice::CopyCalibration;
+pub use runtime::copy_new::Copied;
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader};
+pub use runtime::launch::{Access, Arg};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, Pending};
 pub use stats::{Counter, LeakReport, Placement, Stats};

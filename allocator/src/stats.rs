@@ -262,21 +262,27 @@ impl Stats {
         LeakReport {
             alive,
             bytes: self.device_memory_bytes(),
+            after_teardown: false,
         }
     }
 }
 
-/// What is still alive; see [`Stats::leaks`].
+/// What is still alive; see [`Stats::leaks`]. Before teardown that is not yet a
+/// leak (a buffer may simply be in use) and the report says "still alive"; the
+/// report of [`Context::close`](crate::Context::close), made after the context is
+/// gone, says "leaked".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LeakReport {
     /// (object kind, count alive).
     pub alive: Vec<(&'static str, u64)>,
     /// Bytes of device memory alive.
     pub bytes: u64,
+    /// Whether the report was made after the context was torn down.
+    pub after_teardown: bool,
 }
 
 impl LeakReport {
-    /// Nothing leaked.
+    /// Nothing alive (or, after teardown, nothing leaked).
     pub fn is_empty(&self) -> bool {
         self.alive.is_empty()
     }
@@ -285,7 +291,10 @@ impl LeakReport {
 impl std::fmt::Display for LeakReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.alive.is_empty() {
-            return write!(f, "nothing leaked");
+            return match self.after_teardown {
+                true => write!(f, "nothing leaked"),
+                false => write!(f, "nothing alive"),
+            };
         }
         let parts: Vec<String> = self
             .alive
@@ -294,7 +303,11 @@ impl std::fmt::Display for LeakReport {
             .collect();
         write!(
             f,
-            "leaked {} ({} bytes of device memory)",
+            "{} {} ({} bytes of device memory)",
+            match self.after_teardown {
+                true => "leaked",
+                false => "still alive:",
+            },
             parts.join(", "),
             self.bytes
         )

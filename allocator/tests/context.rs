@@ -136,3 +136,21 @@ fn validation_messages_are_caught() {
         "expected a message about usage, got {messages:?}"
     );
 }
+
+#[test]
+fn leak_reports_say_alive_before_teardown_and_leaked_after() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let mut kept = vkcopy::Buffer::new("kept", vkcopy::ElemType::U8, &[256]).unwrap();
+    ctx.device_malloc(&mut kept).unwrap();
+    let alive = ctx.leak_check();
+    assert!(!alive.after_teardown);
+    assert!(alive.to_string().starts_with("still alive:"), "{alive}");
+    assert!(!alive.to_string().contains("leaked"), "{alive}");
+    let _ = ctx.take_validation_messages();
+    let leaked = ctx.close();
+    assert!(leaked.after_teardown);
+    assert!(leaked.to_string().starts_with("leaked"), "{leaked}");
+    drop(kept);
+}

@@ -10,7 +10,8 @@
 //!
 //! Each call generates WGSL with the shape baked in (module `wgsl`), compiles it with
 //! naga to SPIR-V 1.3 on first use and runs it through the runtime's
-//! [`Context::dispatch`], whose pipeline cache is keyed by the source text. Views
+//! [`Context::launch`] (the path of the caller's own shaders too:
+//! [`Kernels::kernel_wgsl`]), whose pipeline cache is keyed by the source text. Views
 //! are bound as [`Context::bind`] says; the shader adds the view's element offset.
 //!
 //! Element types: i32, u32, f32, and the 8/16-bit types everywhere (no device
@@ -27,43 +28,45 @@
 //! Kernel calls are synchronous, as dispatches are; pipelines live in the
 //! context's cache until [`Context::release_pipelines`] or the context goes.
 
-use vkcopy::{Binding, Buffer, Context, Dim, Dispatch, ElemType, Error, Result, Shader};
+use vkcopy::{Arg, Buffer, Context, Dim, ElemType, Error, Result, Shader};
 
 use crate::compile::{capabilities, compile};
 use crate::expr::Expr;
 use crate::wgsl::{Body, Kernel, Operand, WORKGROUP_SIZE};
 
 /// Most storage buffers one dispatch binds (output included). An add of more
-/// inputs runs as several dispatches in one submission.
+/// inputs runs as several dispatches.
 const MAX_BINDINGS: u32 = 8;
 
-/// One dispatch of generated WGSL: bindings (output first) and element count.
-struct Job {
-    source: String,
-    bindings: Vec<Binding>,
-    elements: u64,
+/// Compiles `source` (once per source text, in the context's pipeline cache) and
+/// launches it over `args` in `groups` workgroups.
+fn launch_wgsl(ctx: &Context, source: &str, args: &mut [Arg<'_>], groups: u64) -> Result<()> {
+    let caps = capabilities(ctx);
+    let spirv = move || compile(source, caps);
+    ctx.launch(
+        Shader {
+            key: source,
+            spirv: &spirv,
+        },
+        args,
+        groups,
+    )
 }
 
-/// Runs `jobs` in order in one submission; each source is compiled on first use.
-fn run(ctx: &Context, jobs: &[Job]) -> Result<()> {
-    let caps = capabilities(ctx);
-    let compilers: Vec<_> = jobs
-        .iter()
-        .map(|j| move || compile(&j.source, caps))
-        .collect();
-    let dispatches: Vec<Dispatch> = jobs
-        .iter()
-        .zip(&compilers)
-        .map(|(j, c)| Dispatch {
-            shader: Shader {
-                key: &j.source,
-                spirv: c,
-            },
-            bindings: j.bindings.clone(),
-            groups: j.elements.div_ceil(u64::from(WORKGROUP_SIZE)),
-        })
-        .collect();
-    ctx.dispatch(&dispatches)
+/// Generated WGSL over `elements` elements.
+fn run(ctx: &Context, source: &str, args: &mut [Arg<'_>], elements: u64) -> Result<()> {
+    launch_wgsl(
+        ctx,
+        source,
+        args,
+        elements.div_ceil(u64::from(WORKGROUP_SIZE)),
+    )
+}
+
+/// An output no kernel ran on (no elements) ends as if one had.
+fn written(out: &mut Buffer) {
+    out.host_dirty = false;
+    out.set_device_dirty(true);
 }
 
 /// The built-in kernels, on a [`Context`].
@@ -84,6 +87,11 @@ pub trait Kernels {
     /// extent of `input`'s dimension `dim`. `out` has `input`'s dimensions without
     /// `dim`, its element type, and a box inside `input`'s in those dimensions.
     fn kernel_sum(&self, out: &mut Buffer, input: &mut Buffer, dim: usize) -> Result<()>;
+    /// Runs the caller's WGSL compute shader over `args` in `groups` workgroups, as
+    /// [`Context::launch`] does (uploads, bindings, barriers, dirty bits): entry
+    /// point `main`, `var<storage>` bindings `0..n` of group 0 in the order of
+    /// `args`. Compiled by naga once per source text.
+    fn kernel_wgsl(&self, source: &str, args: &mut [Arg<'_>], groups: u64) -> Result<()>;
 }
 
 /// Whether `outer`'s box contains `inner`'s, dimension by dimension.
@@ -106,6 +114,10 @@ fn elements(buf: &Buffer) -> Result<u64> {
 }
 
 impl Kernels for Context {
+    fn kernel_wgsl(&self, source: &str, args: &mut [Arg<'_>], groups: u64) -> Result<()> {
+        launch_wgsl(self, source, args, groups)
+    }
+
     fn kernel_supports(&self, elem: ElemType) -> Result<()> {
         let needed = match elem {
             ElemType::I64 | ElemType::U64 => "shaderInt64",
@@ -140,17 +152,10 @@ impl Kernels for Context {
                     mins: out.dims().iter().map(|d| d.min).collect(),
                 },
             };
-            run(
-                self,
-                &[Job {
-                    source: kernel.source(),
-                    bindings: vec![bound],
-                    elements: n,
-                }],
-            )?;
+            run(self, &kernel.source(), &mut [Arg::write(out)], n)?;
+        } else {
+            written(out);
         }
-        out.device_dirty = true;
-        out.host_dirty = false;
         Ok(())
     }
 
@@ -216,43 +221,37 @@ impl Kernels for Context {
                     .zip(out.dims())
                     .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
                     .sum();
-                operands.push((
-                    b,
-                    Operand {
-                        base: b.base + delta,
-                        strides: input.dims().iter().map(|d| d.stride as u64).collect(),
-                    },
-                ));
+                operands.push(Operand {
+                    base: b.base + delta,
+                    strides: input.dims().iter().map(|d| d.stride as u64).collect(),
+                });
             }
             let per_dispatch = (self.max_bindings().min(MAX_BINDINGS) - 1) as usize;
-            let mut dispatches = Vec::new();
-            let mut chunks: Vec<&[(Binding, Operand)]> = operands.chunks(per_dispatch).collect();
-            if chunks.is_empty() {
-                chunks.push(&[]);
-            }
-            for (i, chunk) in chunks.iter().enumerate() {
+            let chunks = operands.len().div_ceil(per_dispatch).max(1);
+            for i in 0..chunks {
+                let range = (i * per_dispatch).min(operands.len())
+                    ..((i + 1) * per_dispatch).min(operands.len());
                 let kernel = Kernel {
                     elem: out.elem(),
                     extents: extents.clone(),
                     out: out_op.clone(),
                     body: Body::Add {
-                        inputs: chunk.iter().map(|(_, op)| op.clone()).collect(),
+                        inputs: operands[range.clone()].to_vec(),
                         read_out: in_place || i > 0,
                         constant: if i == 0 { constant } else { 0 },
                     },
                 };
-                let mut bindings = vec![out_bound];
-                bindings.extend(chunk.iter().map(|(b, _)| *b));
-                dispatches.push(Job {
-                    source: kernel.source(),
-                    bindings,
-                    elements: n,
-                });
+                let mut args = vec![if in_place || i > 0 {
+                    Arg::read_write(out)
+                } else {
+                    Arg::write(out)
+                }];
+                args.extend(inputs[range].iter_mut().map(|b| Arg::read(b)));
+                run(self, &kernel.source(), &mut args, n)?;
             }
-            run(self, &dispatches)?;
+        } else {
+            written(out);
         }
-        out.device_dirty = true;
-        out.host_dirty = false;
         Ok(())
     }
 
@@ -330,15 +329,13 @@ impl Kernels for Context {
             };
             run(
                 self,
-                &[Job {
-                    source: kernel.source(),
-                    bindings: vec![out_bound, in_bound],
-                    elements: n,
-                }],
+                &kernel.source(),
+                &mut [Arg::write(out), Arg::read(input)],
+                n,
             )?;
+        } else {
+            written(out);
         }
-        out.device_dirty = true;
-        out.host_dirty = false;
         Ok(())
     }
 }

@@ -24,3 +24,9 @@ mod kernels;
 mod wgsl;
 
 pub use kernels::Kernels;
+
+/// Compiles WGSL (entry point `main`) to SPIR-V 1.3 words with the features
+/// `ctx`'s device enabled, for a [`vkcopy::Shader`].
+pub fn compile_wgsl(ctx: &vkcopy::Context, source: &str) -> vkcopy::Result<Vec<u32>> {
+    compile::compile(source, compile::capabilities(ctx))
+}

@@ -21,6 +21,8 @@ enum Owner {
     Aligned { capacity: usize },
     /// The caller's vector; the bytes are a range of it.
     Vec(#[allow(dead_code)] Vec<u8>),
+    /// The caller's vector of elements (a `Vec<T>`, kept as it was allocated).
+    Typed(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
     /// The caller's memory; this runs once the memory is no longer used here.
     Foreign(Option<DropHook>),
 }
@@ -35,6 +37,8 @@ pub struct HostBytes {
     /// Imports of this memory by devices, released before the memory is freed
     /// (imported host memory must outlive the import).
     hooks: std::sync::Mutex<Vec<DropHook>>,
+    /// Writes through any buffer over this memory (see `buffer::sync`).
+    writes: AtomicU64,
 }
 
 // SAFETY: HostBytes owns (or, for foreign memory, has the caller's promise of
@@ -56,6 +60,7 @@ impl HostBytes {
             owner,
             id: next_id(),
             hooks: std::sync::Mutex::new(Vec::new()),
+            writes: AtomicU64::new(0),
         }
     }
 
@@ -85,6 +90,14 @@ impl HostBytes {
     pub fn from_vec(v: Vec<u8>) -> Self {
         let len = v.len();
         Self::from_vec_range(v, 0..len).expect("the whole vector")
+    }
+
+    /// The caller's vector of elements, without a copy, at the vector's own
+    /// (element-aligned) address: what [`Buffer::from_vec`](crate::Buffer::from_vec) uses.
+    pub fn from_elems<T: bytemuck::Pod + Send + Sync>(mut v: Vec<T>) -> Self {
+        let len = std::mem::size_of_val(v.as_slice());
+        let ptr = NonNull::new(v.as_mut_ptr().cast::<u8>()).unwrap_or(NonNull::dangling());
+        Self::with(ptr, len, Owner::Typed(Box::new(v)))
     }
 
     /// `range` of the caller's vector; None when the range is not inside it.
@@ -117,6 +130,17 @@ impl HostBytes {
     /// Identifies this memory among all host memory of the process.
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Writes through any buffer over this memory so far.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
+    }
+
+    /// Counts a write through a buffer over this memory.
+    /// Returns the count before this write.
+    pub(crate) fn count_write(&self) -> u64 {
+        self.writes.fetch_add(1, Ordering::AcqRel)
     }
 
     /// Adds something to run just before the memory is freed.
@@ -157,7 +181,7 @@ impl Drop for HostBytes {
                 // SAFETY: allocated in `try_zeroed` with this layout.
                 unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
             }
-            Owner::Vec(_) => {}
+            Owner::Vec(_) | Owner::Typed(_) => {}
             Owner::Foreign(release) => {
                 if let Some(release) = release.take() {
                     release();

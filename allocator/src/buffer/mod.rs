@@ -10,7 +10,11 @@
 use std::sync::{Arc, RwLock};
 
 pub(crate) mod host;
+mod sync;
+mod typed;
 mod view;
+
+pub use typed::{Element, HostSlice, HostSliceMut};
 
 use crate::error::{Error, Result};
 use crate::types::{dense_dims, span_bytes, Dim, ElemType, Value, MAX_DIMS};
@@ -74,10 +78,18 @@ pub struct Buffer {
     dims: Vec<Dim>,
     pub(crate) host: Option<HostView>,
     pub(crate) device: Option<DeviceView>,
-    /// Host memory holds data the device does not have.
+    /// Host memory holds data the device does not have: this buffer's own bit,
+    /// as in Halide. [`Buffer::is_host_dirty`] also counts writes through views of
+    /// the same memory; [`Buffer::set_host_dirty`] keeps views informed.
     pub host_dirty: bool,
-    /// Device memory holds data the host does not have.
+    /// Device memory holds data the host does not have: this buffer's own bit,
+    /// as in Halide. [`Buffer::is_device_dirty`] also counts kernels and copies
+    /// into views of the same memory; [`Buffer::set_device_dirty`] keeps views informed.
     pub device_dirty: bool,
+    /// The host memory's write count this buffer's device side has seen.
+    pub(crate) host_seen: u64,
+    /// The device memory's write count this buffer's host side has seen.
+    pub(crate) device_seen: u64,
 }
 
 /// Zeroed host memory of `bytes`, or an error naming the buffer when the system
@@ -150,6 +162,8 @@ impl Buffer {
             device: None,
             host_dirty: false,
             device_dirty: false,
+            host_seen: 0,
+            device_seen: 0,
         })
     }
 
@@ -177,24 +191,42 @@ impl Buffer {
         Ok(buf)
     }
 
+    /// A view of `from`'s memory: its dirty bits and what it has seen.
     pub(crate) fn from_parts(
+        from: &Buffer,
         name: &str,
-        elem: ElemType,
         dims: Vec<Dim>,
         host: Option<HostView>,
         device: Option<DeviceView>,
-        host_dirty: bool,
-        device_dirty: bool,
     ) -> Buffer {
         Buffer {
             name: name.to_owned(),
-            elem,
+            elem: from.elem,
             dims,
             host,
             device,
-            host_dirty,
-            device_dirty,
+            host_dirty: from.host_dirty,
+            device_dirty: from.device_dirty,
+            host_seen: from.host_seen,
+            device_seen: from.device_seen,
         }
+    }
+
+    /// A dense buffer with mins at 0 over the caller's elements, without a copy:
+    /// `data.len()` must be the product of `extents`, and `T` gives the element
+    /// type. The buffer is host-dirty, as its host memory holds its data.
+    pub fn from_vec<T: Element>(name: &str, extents: &[i64], data: Vec<T>) -> Result<Self> {
+        let dims = dense_dims(extents);
+        let want: Option<u64> = extents.iter().try_fold(1u64, |n, &e| {
+            u64::try_from(e).ok().and_then(|e| n.checked_mul(e))
+        });
+        if want != Some(data.len() as u64) {
+            return Err(Error::BadDimensions(format!(
+                "{name}: extents {extents:?} need {want:?} elements; the vector has {}",
+                data.len()
+            )));
+        }
+        Buffer::from_host(name, T::ELEM, dims, HostBytes::from_elems(data))
     }
 
     /// Gives the buffer host memory (zeros) if it has none.
@@ -205,6 +237,7 @@ impl Buffer {
                 memory: Arc::new(RwLock::new(host_bytes(self.name(), bytes)?)),
                 offset: 0,
             });
+            self.host_seen = 0;
         }
         Ok(())
     }
@@ -326,7 +359,7 @@ impl Buffer {
             elem.store(&mut mem[at..at + esize], f(c));
         });
         drop(mem);
-        self.host_dirty = true;
+        self.set_host_dirty(true);
         Ok(())
     }
 

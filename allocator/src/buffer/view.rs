@@ -10,7 +10,8 @@
 //!   Halide #9237).
 //!
 //! Dirty bits are copied from the source when the view is made and are the view's
-//! own afterwards, as in Halide's `Buffer::cropped`.
+//! own afterwards, as in Halide's `Buffer::cropped`; writes through any view are
+//! also counted on the shared memory, so the others learn of them (`sync`).
 
 use crate::buffer::{Buffer, DeviceView, HostView};
 use crate::error::{Error, Result};
@@ -31,15 +32,7 @@ impl Buffer {
                 d.offset + elem_offset
             },
         });
-        Buffer::from_parts(
-            name,
-            self.elem(),
-            dims,
-            host,
-            device,
-            self.host_dirty,
-            self.device_dirty,
-        )
+        Buffer::from_parts(self, name, dims, host, device)
     }
 
     /// A view of the box `min`..`min + extent` of this buffer, sharing its host and

@@ -88,21 +88,25 @@ impl Context {
     /// Starts [`Context::copy_to_device`]: device memory is allocated before this
     /// returns, and `host_dirty` is cleared by the wait.
     pub fn start_copy_to_device<'a>(&self, buf: &'a mut Buffer) -> Result<Pending<'a>> {
-        let dirty = (false, buf.device_dirty);
-        let event = match self.plan_copy_to_device(buf)? {
-            Some(job) => self.start_job(job, Vec::new())?,
-            None => Event::done(CopyPath::HostToDevice),
-        };
-        Ok(Pending::new(event, buf, dirty))
+        match self.plan_copy_to_device(buf)? {
+            Some(job) => {
+                let dirty = job.dirty;
+                let event = self.start_job(job, Vec::new())?;
+                Ok(Pending::new(event, buf, dirty))
+            }
+            None => Ok(Pending::nothing(CopyPath::HostToDevice, buf)),
+        }
     }
 
     /// Starts [`Context::copy_to_host`]; `device_dirty` is cleared by the wait.
     pub fn start_copy_to_host<'a>(&self, buf: &'a mut Buffer) -> Result<Pending<'a>> {
-        let dirty = (buf.host_dirty, false);
-        let event = match self.plan_copy_to_host(buf)? {
-            Some(job) => self.start_job(job, Vec::new())?,
-            None => Event::done(CopyPath::DeviceToHost),
-        };
-        Ok(Pending::new(event, buf, dirty))
+        match self.plan_copy_to_host(buf)? {
+            Some(job) => {
+                let dirty = job.dirty;
+                let event = self.start_job(job, Vec::new())?;
+                Ok(Pending::new(event, buf, dirty))
+            }
+            None => Ok(Pending::nothing(CopyPath::DeviceToHost, buf)),
+        }
     }
 }

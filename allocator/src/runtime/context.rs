@@ -191,11 +191,25 @@ impl Context {
         self.inner.allocator.fill_heap(heap, leave)
     }
 
-    /// Everything alive that is not in use: runs [`Context::release_unused`], then
-    /// reports what is still alive. Empty when every buffer was dropped.
+    /// Everything alive beyond what the context keeps: runs
+    /// [`Context::release_unused`], then reports what is still alive (not yet a
+    /// leak: [`Context::close`] says what outlives the context). Empty when every
+    /// buffer was dropped.
     pub fn leak_check(&self) -> LeakReport {
         self.release_unused();
         self.inner.device.stats.leaks()
+    }
+
+    /// Tears the context down and reports what outlived it: every object still
+    /// alive then is a leak (buffers the caller kept, or clones of this context
+    /// still open). Frees unused blocks and the cached pipelines first.
+    pub fn close(self) -> LeakReport {
+        self.device_release();
+        let device = self.inner.device.clone();
+        drop(self);
+        let mut report = device.stats.leaks();
+        report.after_teardown = true;
+        report
     }
 
     /// Live and total counts of what the runtime created.

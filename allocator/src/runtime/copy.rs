@@ -16,6 +16,21 @@ fn no_valid_data(src: &Buffer) -> Error {
     ))
 }
 
+/// Sets `dst`'s dirty bits after a copy into it: `(host_dirty, device_dirty)`,
+/// through the setters, so that views of its memory learn of the write; both
+/// clean means the two sides now agree.
+pub(crate) fn finish_dirty(dst: &mut Buffer, (host, device): (bool, bool)) {
+    if device {
+        dst.host_dirty = false;
+        dst.set_device_dirty(true);
+    } else if host {
+        dst.device_dirty = false;
+        dst.set_host_dirty(true);
+    } else {
+        dst.synced();
+    }
+}
+
 /// The two sides of a planned copy.
 #[derive(Clone)]
 pub(crate) enum Sides {
@@ -99,8 +114,10 @@ impl Context {
                 dst.name()
             )));
         }
-        let from_device_valid = src.device.is_some() && (!src.has_host() || !src.host_dirty);
-        let from_host_valid = src.has_host() && (!src.device_dirty || src.device.is_none());
+        let from_device_valid =
+            src.device.is_some() && (!src.has_host() || !src.is_host_dirty());
+        let from_host_valid =
+            src.has_host() && (!src.is_device_dirty() || src.device.is_none());
         let sides = if to_device {
             self.device_malloc(dst)?;
             let d = dst.device.clone().expect("device_malloc succeeded");
@@ -127,13 +144,15 @@ impl Context {
     }
 
     /// Plans Halide's `copy_to_device`: None when the host is not dirty (after
-    /// allocating device memory when needed).
+    /// allocating device memory when needed). Host writes through views of the same
+    /// memory count ([`Buffer::is_host_dirty`]) unless the device side is newer;
+    /// `host_dirty` with a newer device side is [`Error::BothDirty`].
     pub(crate) fn plan_copy_to_device(&self, buf: &mut Buffer) -> Result<Option<CopyJob>> {
-        if buf.host_dirty && buf.device_dirty {
+        if buf.host_dirty && buf.is_device_dirty() {
             return Err(Error::BothDirty(buf.name().to_owned()));
         }
         self.device_malloc(buf)?;
-        if !buf.host_dirty {
+        if !(buf.host_dirty || (buf.host_newer() && !buf.is_device_dirty())) {
             return Ok(None);
         }
         let host = buf
@@ -150,9 +169,10 @@ impl Context {
         }))
     }
 
-    /// Plans Halide's `copy_to_host`: None when the device is not dirty.
+    /// Plans Halide's `copy_to_host`: None when the device is not dirty. Kernels and
+    /// copies into views of the same device memory count ([`Buffer::is_device_dirty`]).
     pub(crate) fn plan_copy_to_host(&self, buf: &Buffer) -> Result<Option<CopyJob>> {
-        if !buf.device_dirty {
+        if !buf.is_device_dirty() {
             return Ok(None);
         }
         if buf.host_dirty {
@@ -183,7 +203,7 @@ impl Context {
     pub fn buffer_copy(&self, src: &Buffer, dst: &mut Buffer, to_device: bool) -> Result<CopyPath> {
         let job = self.plan_buffer_copy(src, dst, to_device)?;
         let path = job.run(self, &self.inner.submitter)?;
-        (dst.host_dirty, dst.device_dirty) = job.dirty;
+        finish_dirty(dst, job.dirty);
         Ok(path)
     }
 
@@ -192,7 +212,7 @@ impl Context {
     pub fn copy_to_device(&self, buf: &mut Buffer) -> Result<()> {
         if let Some(job) = self.plan_copy_to_device(buf)? {
             job.run(self, &self.inner.submitter)?;
-            buf.host_dirty = false;
+            buf.synced();
         }
         Ok(())
     }
@@ -202,7 +222,7 @@ impl Context {
     pub fn copy_to_host(&self, buf: &mut Buffer) -> Result<()> {
         if let Some(job) = self.plan_copy_to_host(buf)? {
             job.run(self, &self.inner.submitter)?;
-            buf.device_dirty = false;
+            buf.synced();
         }
         Ok(())
     }

@@ -53,7 +53,7 @@ impl Context {
                     .cmd_fill_buffer(cmd, region.vk_buffer(), 0, vk::WHOLE_SIZE, 0);
             }
         })?;
-        buf.device = Some(DeviceView { region, offset: 0 });
+        buf.set_device(DeviceView { region, offset: 0 });
         Ok(())
     }
 
@@ -94,7 +94,7 @@ impl Context {
                 buf.size_in_bytes()
             )));
         }
-        buf.device = Some(DeviceView {
+        buf.set_device(DeviceView {
             region: Arc::new(Region::wrapped(&self.inner.allocator, buffer, size)),
             offset: 0,
         });

@@ -10,29 +10,34 @@ use crate::vk::adapter::{DeviceSelector, DeviceTypeFilter};
 /// environment; [`ContextOptions::from_env`] does.
 #[derive(Clone, Debug)]
 pub struct ContextOptions {
-    /// Which physical device to open.
+    /// Which physical device to open. Default: [`DeviceSelector::Default`] (the
+    /// first discrete GPU, then integrated GPU, then any device).
     pub device: DeviceSelector,
     /// Enables `VK_LAYER_KHRONOS_validation` with synchronization validation.
     /// Messages are collected; see [`Context::validation_messages`](crate::Context::validation_messages).
+    /// Default: off.
     pub validation: bool,
-    /// The memory-type selection policy.
+    /// The memory-type selection policy. Default: [`Policy::Vkcopy`].
     pub policy: Policy,
     /// Copy large buffers straight to and from host memory when the device has
     /// `VK_EXT_external_memory_host` (under the vkcopy policy); else stage.
+    /// Default: on.
     pub import_host: bool,
-    /// Block sizes and pool limits.
+    /// Block sizes and pool limits. Default: [`AllocConfig::default`].
     pub alloc_config: AllocConfig,
     /// How device-to-device copies are made: `vkCmdCopyBuffer`, the copy shader,
-    /// or the faster of the two as measured on this device.
+    /// or the faster of the two as measured on this device. Default:
+    /// [`DeviceCopy::Auto`].
     pub device_copy: DeviceCopy,
     /// The longest any wait for the device may take before it fails with
     /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
     pub timeout: std::time::Duration,
     /// Present this recorded memory table to the allocator instead of the device's.
+    /// Default: none.
     #[cfg(feature = "simulate")]
     pub simulate_memory: Option<crate::memory::table::MemoryTable>,
     /// Reintroduces known Halide runtime bugs, so that a suite can prove it catches
-    /// each of them. All off by default.
+    /// each of them. Default: all off.
     #[cfg(feature = "emulate")]
     pub emulate: crate::emulate::Emulate,
 }
@@ -152,8 +157,21 @@ fn var(name: &str) -> Option<String> {
 }
 
 impl ContextOptions {
-    /// The defaults, changed by the variables of [`ENVIRONMENT`] that are set. A
-    /// value that is not understood is an [`Error::BadSetting`] naming the variable.
+    /// The defaults, changed by the variables of [`ENVIRONMENT`] that are set; no
+    /// other variable is read, and nothing else in vkcopy reads the environment:
+    ///
+    /// - `VKCOPY_DEVICE`: [`ContextOptions::device`], an index or a name substring;
+    /// - `VKCOPY_DEVICE_TYPE`: [`ContextOptions::device`] by type, when
+    ///   `VKCOPY_DEVICE` is unset;
+    /// - `VKCOPY_VALIDATION`: [`ContextOptions::validation`] (`1` / `0`);
+    /// - `VKCOPY_POLICY`: [`ContextOptions::policy`];
+    /// - `VKCOPY_IMPORT_HOST`: [`ContextOptions::import_host`] (`0` turns it off);
+    /// - `VKCOPY_DEVICE_COPY`: [`ContextOptions::device_copy`];
+    /// - `VKCOPY_ALLOC_CONFIG`: [`ContextOptions::alloc_config`], as [`AllocConfig::parse`] reads it;
+    /// - `VKCOPY_SIMULATE_MEMORY`: a YAML memory table (features `simulate`, `yaml`);
+    /// - `VKCOPY_EMULATE`: Halide bugs to bring back (feature `emulate`).
+    ///
+    /// A value that is not understood is an [`Error::BadSetting`] naming the variable.
     pub fn from_env() -> Result<Self> {
         let mut options = ContextOptions::default();
         if let Some(v) = var("VKCOPY_DEVICE") {
@@ -198,11 +216,13 @@ impl ContextOptions {
             })?;
             options.timeout = std::time::Duration::from_millis(ms);
         }
-        options.alloc_config = AllocConfig::from_env().map_err(|e| Error::BadSetting {
-            name: "VKCOPY_ALLOC_CONFIG",
-            value: std::env::var("VKCOPY_ALLOC_CONFIG").unwrap_or_default(),
-            reason: e.to_string(),
-        })?;
+        if let Some(v) = var("VKCOPY_ALLOC_CONFIG") {
+            options.alloc_config = AllocConfig::parse(&v).map_err(|e| Error::BadSetting {
+                name: "VKCOPY_ALLOC_CONFIG",
+                value: v.clone(),
+                reason: e.to_string(),
+            })?;
+        }
         if let Some(v) = var("VKCOPY_SIMULATE_MEMORY") {
             #[cfg(all(feature = "simulate", feature = "yaml"))]
             {

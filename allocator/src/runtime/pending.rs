@@ -191,7 +191,7 @@ pub struct Pending<'a> {
     event: Event,
     /// The destination, whose dirty bits are set once the copy succeeded.
     dst: Option<(&'a mut Buffer, (bool, bool))>,
-    _src: PhantomData<&'a Buffer>,
+    _borrows: PhantomData<(&'a Buffer, &'a mut Buffer)>,
 }
 
 impl std::fmt::Debug for Pending<'_> {
@@ -207,7 +207,16 @@ impl<'a> Pending<'a> {
         Pending {
             event,
             dst: Some((dst, dirty)),
-            _src: PhantomData,
+            _borrows: PhantomData,
+        }
+    }
+
+    /// A copy that had nothing to move: done, and `buf` left as it is.
+    pub(crate) fn nothing(path: CopyPath, _buf: &'a mut Buffer) -> Self {
+        Pending {
+            event: Event::done(path),
+            dst: None,
+            _borrows: PhantomData,
         }
     }
 
@@ -235,9 +244,8 @@ impl<'a> Pending<'a> {
                 Err(e)
             }
             Some(Ok(path)) => {
-                if let Some((dst, (host, device))) = self.dst.take() {
-                    dst.host_dirty = host;
-                    dst.device_dirty = device;
+                if let Some((dst, dirty)) = self.dst.take() {
+                    crate::runtime::copy::finish_dirty(dst, dirty);
                 }
                 Ok(Some(path))
             }

@@ -3,7 +3,7 @@
 //! of Halide #9237); the memory goes back to the allocator when the last user
 //! drops it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ash::vk;
@@ -21,6 +21,8 @@ pub struct Region {
     /// Set once the memory went back to the allocator: on drop, or early when
     /// Halide's use-count bug is emulated.
     released: AtomicBool,
+    /// Kernel and copy writes into this memory through any buffer (see `buffer::sync`).
+    writes: AtomicU64,
 }
 
 impl Region {
@@ -32,6 +34,7 @@ impl Region {
             allocator: allocator.clone(),
             alloc,
             released: AtomicBool::new(false),
+            writes: AtomicU64::new(0),
         })
     }
 
@@ -42,6 +45,7 @@ impl Region {
             allocator: allocator.clone(),
             alloc: Allocation::wrapped(buffer, size, 0, vk::MemoryPropertyFlags::DEVICE_LOCAL),
             released: AtomicBool::new(false),
+            writes: AtomicU64::new(0),
         }
     }
 
@@ -83,6 +87,17 @@ impl Region {
                 self.alloc.role, self.alloc.memory_type
             ))
         })
+    }
+
+    /// Writes into this memory through any buffer so far.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
+    }
+
+    /// Counts a write into this memory.
+    /// Returns the count before this write.
+    pub(crate) fn count_write(&self) -> u64 {
+        self.writes.fetch_add(1, Ordering::AcqRel)
     }
 
     /// Gives the memory back to the allocator, once.

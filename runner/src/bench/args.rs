@@ -31,7 +31,7 @@ pub struct Args {
     /// Paths, comma separated (default all).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub paths: Option<Vec<BenchPath>>,
-    /// The JSON written (default reports/out/<device>/bench.json).
+    /// The JSON written (default `reports/out/<device>/bench.json`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// A CUDA reference JSON (bench/cuda_reference.py): print the side-by-side table

@@ -114,12 +114,14 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             host_dirty,
             device_dirty,
         } => {
+            // Through the setters: `false` says the other side holds the same data,
+            // also for writes counted through views of the same memory.
             let b = s.get_mut(*buffer)?;
             if let Some(h) = host_dirty {
-                b.host_dirty = *h;
+                b.set_host_dirty(*h);
             }
             if let Some(d) = device_dirty {
-                b.device_dirty = *d;
+                b.set_device_dirty(*d);
             }
         }
         Op::FillHeap { heap, leave } => {

@@ -1,0 +1,35 @@
+//! Options and the environment: `ContextOptions::default()` reads nothing; only
+//! `from_env` does. One test, as it sets process-wide variables.
+
+use vkcopy::{AllocConfig, ContextOptions, DeviceCopy, Error, ENVIRONMENT};
+
+#[test]
+fn only_from_env_reads_the_environment() {
+    std::env::set_var("VKCOPY_ALLOC_CONFIG", "not a config");
+    std::env::set_var("VKCOPY_DEVICE_COPY", "shader");
+    std::env::set_var("VKCOPY_IMPORT_HOST", "0");
+    let d = ContextOptions::default();
+    assert_eq!(d.alloc_config, AllocConfig::default());
+    assert_eq!(d.device_copy, DeviceCopy::Auto);
+    assert!(d.import_host);
+    match ContextOptions::from_env() {
+        Err(Error::BadSetting { name, value, .. }) => {
+            assert_eq!(name, "VKCOPY_ALLOC_CONFIG");
+            assert_eq!(value, "not a config");
+        }
+        other => panic!("expected a bad VKCOPY_ALLOC_CONFIG, got {other:?}"),
+    }
+    std::env::set_var("VKCOPY_ALLOC_CONFIG", "0:1");
+    let e = ContextOptions::from_env().unwrap();
+    assert_eq!(e.alloc_config.minimum_block_size, 1 << 20);
+    assert_eq!(e.device_copy, DeviceCopy::Shader);
+    assert!(!e.import_host);
+    for v in [
+        "VKCOPY_ALLOC_CONFIG",
+        "VKCOPY_DEVICE_COPY",
+        "VKCOPY_IMPORT_HOST",
+    ] {
+        assert!(ENVIRONMENT.iter().any(|(n, _)| *n == v), "{v} undocumented");
+        std::env::remove_var(v);
+    }
+}
