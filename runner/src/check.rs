@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::discover::{case_files, cases_root};
+use crate::discover::{case_files, cases_root, misnamed_files};
 use crate::expectations::Expectations;
 use crate::plan;
 use crate::rt::MemoryTable;
@@ -112,6 +112,22 @@ fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String>
     Ok(())
 }
 
+/// Folders' `*.yml` files, which the suite does not read: a case written so is
+/// silently never run.
+fn misnamed(paths: &[PathBuf]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| p.is_dir())
+        .flat_map(|p| misnamed_files(p.as_path()))
+        .map(|f| {
+            format!(
+                "{}: the suite reads only *.yaml files; rename it to .yaml",
+                f.display()
+            )
+        })
+        .collect()
+}
+
 /// Checks `paths` (the default cases folder when empty).
 pub fn check(paths: &[PathBuf]) -> Checked {
     let default = [cases_root()];
@@ -127,6 +143,7 @@ pub fn check(paths: &[PathBuf]) -> Checked {
             checked.errors.push(e);
         }
     }
+    checked.errors.extend(misnamed(paths));
     for (kind, path) in &found {
         let result = match kind {
             Kind::Case => {

@@ -35,6 +35,21 @@ pub fn case_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+/// Files below `root` that look like cases but are not read: `*.yml`.
+pub fn misnamed_files(root: &Path) -> Vec<PathBuf> {
+    let pattern = format!(
+        "{}/**/*.yml",
+        glob::Pattern::escape(&root.to_string_lossy())
+    );
+    let mut out: Vec<PathBuf> = glob::glob(&pattern)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .collect();
+    out.sort();
+    out
+}
+
 /// Whether `name` (`halide::device_crop`) matches a glob such as `halide::*` or
 /// `*crop*`; `/` in the pattern stands for `::`.
 pub fn name_matches(pattern: &str, name: &str) -> bool {

@@ -313,13 +313,17 @@ fn schema(markdown: bool, write: bool, cases: Option<PathBuf>) -> ExitCode {
 }
 
 fn new_case(name: &str, mirrors: Option<&str>, cases: Option<PathBuf>) -> ExitCode {
+    let cases_arg = cases
+        .as_ref()
+        .map(|c| format!(" --cases {}", c.display()))
+        .unwrap_or_default();
     let root = cases.unwrap_or_else(cases_root);
     match vkcopy_suite::scaffold::write(&root, name, mirrors) {
         Ok(path) => {
             out!("wrote {}", path.display());
             out!("check it: vkcopy-suite check {}", path.display());
             out!(
-                "run it:   vkcopy-suite run --filter '{}'",
+                "run it:   vkcopy-suite run{cases_arg} --filter '{}'",
                 plan::case_name(&root, &path)
             );
             ExitCode::SUCCESS

@@ -36,12 +36,14 @@ fn every_case_table_and_expectation_file_checks_without_a_device() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     let cases = case_files(&cases_root()).unwrap().len();
-    let tables = std::fs::read_dir(cases_root().join("devices"))
-        .unwrap()
-        .count();
+    let count = |dir: &str| std::fs::read_dir(cases_root().join(dir)).unwrap().count();
+    let (tables, expectations) = (count("devices"), count("../reports/expectations"));
+    assert!(cases >= 100 && tables >= 19 && expectations >= 3);
     assert_eq!(
         stdout.trim(),
-        format!("checked {cases} cases, {tables} tables, 3 expectation files: 0 errors")
+        format!(
+            "checked {cases} cases, {tables} tables, {expectations} expectation files: 0 errors"
+        )
     );
 }
 
@@ -202,5 +204,35 @@ fn schema_command_prints_the_committed_schema() {
     assert!(
         text(&out.stdout) == committed,
         "cases/case.schema.json is stale"
+    );
+}
+
+#[test]
+fn check_reports_yml_files_and_oversized_cases() {
+    let dir = temp_cases();
+    std::fs::write(dir.path().join("forgotten.yml"), "about: a\n").unwrap();
+    let big = format!(
+        "about: a\n#{}\nsteps: [release_unused]\n",
+        "x".repeat(1 << 20)
+    );
+    std::fs::write(dir.path().join("big.yaml"), big).unwrap();
+    let out = check(&[dir.path()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "{}: the suite reads only *.yaml files; rename it to .yaml",
+            dir.path().join("forgotten.yml").display()
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "{}:0:0: 1048611 bytes; a case file is at most 1048576",
+            dir.path().join("big.yaml").display()
+        )
     );
 }

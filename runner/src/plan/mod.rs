@@ -104,10 +104,23 @@ pub fn case_name(root: &Path, path: &Path) -> String {
         .join("::")
 }
 
+/// Largest case file read: a guard against reading a stray large file.
+pub const MAX_CASE_BYTES: u64 = 1 << 20;
+
 /// Reads and checks the case at `path`; `root` is the `cases/` folder.
 pub fn load(root: &Path, path: &Path) -> Result<CasePlan, CaseError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| CaseError::new(path, 0, 0, format!("cannot read: {e}")))?;
+    let unreadable = |m: String| CaseError::new(path, 0, 0, m);
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(unreadable("not a regular file".into()));
+    }
+    if meta.len() > MAX_CASE_BYTES {
+        return Err(unreadable(format!(
+            "{} bytes; a case file is at most {MAX_CASE_BYTES}",
+            meta.len()
+        )));
+    }
+    let src = std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
     parse(root, path, &src)
 }
 
