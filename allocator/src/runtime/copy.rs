@@ -114,10 +114,8 @@ impl Context {
                 dst.name()
             )));
         }
-        let from_device_valid =
-            src.device.is_some() && (!src.has_host() || !src.is_host_dirty());
-        let from_host_valid =
-            src.has_host() && (!src.is_device_dirty() || src.device.is_none());
+        let from_device_valid = src.device.is_some() && (!src.has_host() || !src.is_host_dirty());
+        let from_host_valid = src.has_host() && (!src.is_device_dirty() || src.device.is_none());
         let sides = if to_device {
             self.device_malloc(dst)?;
             let d = dst.device.clone().expect("device_malloc succeeded");
