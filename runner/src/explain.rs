@@ -10,7 +10,7 @@ use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Context, Dim, ElemType, MemoryTable, Policy, Role};
 use crate::selection::{self, SelectionPlan};
 use crate::steps::measure::{self, Timed};
-use crate::steps::{checks, compute, copies, memory, views, Op, OpKind};
+use crate::steps::{async_copies, checks, compute, copies, memory, views, Op, OpKind};
 
 /// The file of `case`: a path, or a name such as `basic::round_trip_2d`.
 fn case_file(root: &Path, case: &str) -> PathBuf {
@@ -291,6 +291,33 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                     c.name(*to)
                 )
             }
+        },
+        OpKind::AsyncCopies(k) => match k {
+            async_copies::Op::StartCopyToDevice(s) => format!(
+                "{} on the upload stream, in flight until its wait",
+                c.copy(*s, "start_copy_to_device (if host-dirty)", Role::Upload)
+            ),
+            async_copies::Op::StartCopyToHost(s) => format!(
+                "{} on the readback stream, in flight until its wait",
+                c.copy(*s, "start_copy_to_host (if device-dirty)", Role::Readback)
+            ),
+            async_copies::Op::StartBufferCopy {
+                from, to, after, ..
+            } => {
+                let after: Vec<&str> = after.iter().map(|a| c.name(*a)).collect();
+                format!(
+                    "start_buffer_copy {} -> {}, after the copies into [{}]",
+                    c.name(*from),
+                    c.name(*to),
+                    after.join(", ")
+                )
+            }
+            async_copies::Op::Wait(s) => format!("wait for the copy into {}", c.name(*s)),
+            async_copies::Op::ExpectOrder { first, then } => format!(
+                "expect the copy into {} to begin after the one into {} ended",
+                c.name(*then),
+                c.name(*first)
+            ),
         },
         OpKind::Views(v) => {
             let (step, from, to) = match v {

@@ -6,8 +6,8 @@ pub use vkcopy::memory::table::parse_property_flag;
 pub use vkcopy::types::{dense_dims, span_bytes};
 pub use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim, ElemType, Emulate,
-    Error, HostBytes, MemoryRequest, MemoryTable, Placement, Policy, Role, Value, COUNTER_NAMES,
-    MAX_DIMS,
+    Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement, Policy, Role, Value,
+    COUNTER_NAMES, MAX_DIMS,
 };
 
 /// Vulkan memory property flags, as placements report them.

@@ -19,7 +19,7 @@ use crate::buffer::Buffer;
 use crate::error::Result;
 use crate::runtime::context::Context;
 use crate::runtime::copy::CopyJob;
-use crate::runtime::pending::{Completion, Event, Pending};
+use crate::runtime::pending::{Completion, Event, InFlight, Pending};
 use crate::types::CopyPath;
 use crate::vk::device::QueueRole;
 
@@ -60,7 +60,7 @@ impl Context {
     }
 
     /// Starts [`Context::buffer_copy`]; `dst`'s device memory is allocated before
-    /// this returns. See the module docs for what may be touched meanwhile.
+    /// this returns. See [`Pending`] for what may be touched meanwhile.
     pub fn start_buffer_copy<'a>(
         &self,
         src: &'a Buffer,
@@ -99,6 +99,26 @@ impl Context {
     }
 
     /// Starts [`Context::copy_to_host`]; `device_dirty` is cleared by the wait.
+    ///
+    /// A readback and an upload in flight at the same time:
+    ///
+    /// ```no_run
+    /// # fn main() -> vkcopy::Result<()> {
+    /// use vkcopy::{Buffer, Context, ContextOptions, ElemType};
+    /// let ctx = Context::new(ContextOptions::default())?;
+    /// let mut a = Buffer::new("a", ElemType::F32, &[1 << 20])?;
+    /// let mut b = Buffer::new("b", ElemType::F32, &[1 << 20])?;
+    /// ctx.copy_to_device(&mut a)?;
+    /// a.set_device_dirty(true); // say a kernel wrote it
+    /// b.set_host_dirty(true);
+    /// let down = ctx.start_copy_to_host(&mut a)?;
+    /// let up = ctx.start_copy_to_device(&mut b)?;
+    /// // ... other work: kernels, copies of other buffers ...
+    /// down.wait()?;
+    /// up.wait()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn start_copy_to_host<'a>(&self, buf: &'a mut Buffer) -> Result<Pending<'a>> {
         match self.plan_copy_to_host(buf)? {
             Some(job) => {
@@ -107,6 +127,48 @@ impl Context {
                 Ok(Pending::new(event, buf, dirty))
             }
             None => Ok(Pending::nothing(CopyPath::DeviceToHost, buf)),
+        }
+    }
+
+    /// As [`Context::start_copy_to_device`], owning `buf` until [`InFlight::wait`].
+    /// A bad request is reported by the wait ([`InFlight::failed_at_start`] says so).
+    pub fn start_copy_to_device_owned(&self, mut buf: Buffer) -> InFlight {
+        match self.plan_copy_to_device(&mut buf) {
+            Err(e) => InFlight::failed(e, buf),
+            Ok(None) => InFlight::new(Event::done(CopyPath::HostToDevice), buf, None),
+            Ok(Some(job)) => self.start_owned(job, Vec::new(), buf),
+        }
+    }
+
+    /// As [`Context::start_copy_to_host`], owning `buf` until [`InFlight::wait`].
+    pub fn start_copy_to_host_owned(&self, buf: Buffer) -> InFlight {
+        match self.plan_copy_to_host(&buf) {
+            Err(e) => InFlight::failed(e, buf),
+            Ok(None) => InFlight::new(Event::done(CopyPath::DeviceToHost), buf, None),
+            Ok(Some(job)) => self.start_owned(job, Vec::new(), buf),
+        }
+    }
+
+    /// As [`Context::start_buffer_copy_after`], owning `dst` until [`InFlight::wait`];
+    /// `src` must not be written until then.
+    pub fn start_buffer_copy_owned(
+        &self,
+        after: &[Event],
+        src: &Buffer,
+        mut dst: Buffer,
+        to_device: bool,
+    ) -> InFlight {
+        match self.plan_buffer_copy(src, &mut dst, to_device) {
+            Err(e) => InFlight::failed(e, dst),
+            Ok(job) => self.start_owned(job, after.to_vec(), dst),
+        }
+    }
+
+    fn start_owned(&self, job: CopyJob, after: Vec<Event>, buf: Buffer) -> InFlight {
+        let dirty = job.dirty;
+        match self.start_job(job, after) {
+            Ok(event) => InFlight::new(event, buf, Some(dirty)),
+            Err(e) => InFlight::failed(e, buf),
         }
     }
 }

@@ -186,6 +186,15 @@ impl Drop for HostEvent {
 /// of the same memory must not be written (nor the destination read) until then.
 /// Dropping it waits (up to the context's timeout) and sets the dirty bits as
 /// [`Pending::wait`] does.
+///
+/// The rules: a copy sees every copy and kernel that finished before it was
+/// started (blocking ones, and async ones that were waited for). It runs on the
+/// stream of its path (upload, readback, device to device), in order with the
+/// other copies of that stream and at the same time as everything else. A wait
+/// makes its writes visible to the host and to every later copy and kernel.
+/// Host memory, device memory, imports and staging stay alive until the copy is
+/// done, even if the buffers are dropped; after a copy fails with `timeout` its
+/// memory is kept for the life of the process, as the device may still use it.
 #[must_use = "a copy is waited for when its handle is dropped"]
 pub struct Pending<'a> {
     event: Event,
@@ -273,6 +282,101 @@ impl Drop for Pending<'_> {
         if self.dst.is_some() {
             let timeout = self.event.timeout;
             let _ = self.wait_timeout(timeout);
+        }
+    }
+}
+
+/// A copy in flight that owns its destination buffer, for callers that keep
+/// buffers in collections (a case runner, a scheduler): [`InFlight::wait`] gives
+/// the buffer back with the copy's result, its dirty bits set on success. The
+/// source is not held: the caller keeps it unwritten until the wait, as the
+/// rules of [`Context::start_buffer_copy`](crate::Context::start_buffer_copy) say.
+/// Dropping it waits (up to the context's timeout) and drops the buffer.
+#[must_use = "a copy is waited for when its handle is dropped"]
+pub struct InFlight {
+    event: Event,
+    buf: Option<Buffer>,
+    /// The destination's dirty bits once done; None when the copy had nothing to do.
+    dirty: Option<(bool, bool)>,
+    /// An error found before the copy started.
+    failed: Option<Error>,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
+impl InFlight {
+    pub(crate) fn new(event: Event, buf: Buffer, dirty: Option<(bool, bool)>) -> Self {
+        InFlight {
+            event,
+            buf: Some(buf),
+            dirty,
+            failed: None,
+        }
+    }
+
+    pub(crate) fn failed(error: Error, buf: Buffer) -> Self {
+        InFlight {
+            event: Event::done(CopyPath::HostToHost),
+            buf: Some(buf),
+            dirty: None,
+            failed: Some(error),
+        }
+    }
+
+    /// Whether the copy failed before it started (bad request).
+    pub fn failed_at_start(&self) -> bool {
+        self.failed.is_some()
+    }
+
+    /// Whether the copy has finished.
+    pub fn is_done(&self) -> bool {
+        self.event.is_done()
+    }
+
+    /// The copy's completion, for later copies to wait for.
+    pub fn event(&self) -> Event {
+        self.event.clone()
+    }
+
+    /// Waits for the copy (up to the context's timeout); the buffer, and the path
+    /// taken or why the copy failed.
+    pub fn wait(mut self) -> (Buffer, Result<CopyPath>) {
+        let result = self.finish();
+        (self.buf.take().expect("held until the wait"), result)
+    }
+
+    fn finish(&mut self) -> Result<CopyPath> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let timeout = self.event.timeout;
+        if !self.event.completion.wait_done(timeout) {
+            return Err(Error::Timeout {
+                op: "an async copy".into(),
+                after: timeout,
+            });
+        }
+        let path = match self.event.completion.take() {
+            Some(r) => r?,
+            None => CopyPath::HostToHost,
+        };
+        if let (Some(buf), Some(dirty)) = (self.buf.as_mut(), self.dirty) {
+            crate::runtime::copy::finish_dirty(buf, dirty);
+        }
+        Ok(path)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.buf.is_some() {
+            let _ = self.finish();
         }
     }
 }

@@ -86,7 +86,7 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     let mut probe = host::device_buffer(ctx, "probe", 64 << 20)?;
     let t_probe = best(2, || ctx.kernel_fill(&mut probe, &fill).map_err(err))?;
     drop(probe);
-    let elems = ((t_down / t_probe) * (16 << 20) as f64).clamp(1024.0, (1u64 << 30) as f64);
+    let elems = ((t_down / t_probe) * (16 << 20) as f64).clamp(1024.0, (1u64 << 28) as f64);
     let mut target = Buffer::with_dims(
         "target",
         ElemType::I32,
@@ -97,7 +97,7 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     ctx.device_malloc(&mut target).map_err(err)?;
     let first = best(1, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
     // Once more, sized by the first measurement of this kernel.
-    let elems = (elems * t_down / first).clamp(1024.0, (1u64 << 30) as f64);
+    let elems = (elems * t_down / first).clamp(1024.0, (1u64 << 28) as f64);
     let mut target = Buffer::with_dims(
         "target",
         ElemType::I32,

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`memory`] | `device_malloc device_free release set_dirty fill_heap release_unused device_release` |
 //! | [`copies`] | `copy_to_device copy_to_host buffer_copy` |
+//! | [`async_copies`] | `start_copy_to_device start_copy_to_host start_buffer_copy wait expect_order` |
 //! | [`views`] | `crop slice view view_no_host` |
 //! | [`compute`] | `fill_host fill_device add_host add_device sum_device` |
 //! | [`checks`] | `expect expect_flags expect_counters expect_memory` |
@@ -15,6 +16,7 @@
 //! finds the family by name, so adding a step is an edit of its family (and of
 //! `cases/README.md`).
 
+pub mod async_copies;
 pub mod bind;
 pub mod checks;
 pub mod compute;
@@ -53,6 +55,7 @@ pub struct Step {
 pub enum Body {
     Memory(memory::Step),
     Copies(copies::Step),
+    AsyncCopies(async_copies::Step),
     Views(views::Step),
     Compute(compute::Step),
     Checks(checks::Step),
@@ -65,6 +68,7 @@ macro_rules! for_each_family {
     ($then:ident) => {
         $then!(Memory, memory::Step);
         $then!(Copies, copies::Step);
+        $then!(AsyncCopies, async_copies::Step);
         $then!(Views, views::Step);
         $then!(Compute, compute::Step);
         $then!(Checks, checks::Step);
@@ -243,6 +247,7 @@ pub struct Op {
 pub enum OpKind {
     Memory(memory::Op),
     Copies(copies::Op),
+    AsyncCopies(async_copies::Op),
     Views(views::Op),
     Compute(compute::Op),
     Checks(checks::Op),
@@ -287,6 +292,7 @@ fn plan_one(step: &Spanned<Step>, p: &mut Planner, out: &mut Vec<Op>) -> Result<
     let kind = match &step.value.body {
         Body::Memory(s) => OpKind::Memory(memory::plan(s, p)?),
         Body::Copies(s) => OpKind::Copies(copies::plan(s, p)?),
+        Body::AsyncCopies(s) => OpKind::AsyncCopies(async_copies::plan(s, p)?),
         Body::Views(s) => OpKind::Views(views::plan(s, p)?),
         Body::Compute(s) => OpKind::Compute(compute::plan(s, p)?),
         Body::Checks(s) => OpKind::Checks(checks::plan(s, p)?),
@@ -353,6 +359,7 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
     match &op.kind {
         OpKind::Memory(o) => memory::run(o, s),
         OpKind::Copies(o) => copies::run(o, s),
+        OpKind::AsyncCopies(o) => async_copies::run(o, s),
         OpKind::Views(o) => views::run(o, s),
         OpKind::Compute(o) => compute::run(o, s),
         OpKind::Checks(o) => checks::run(o, s),

@@ -2,7 +2,7 @@
 //! slot, and the results of timed copies.
 
 use crate::outcome::Measurement;
-use crate::rt::{Buffer, Context, Error};
+use crate::rt::{Buffer, Context, Error, Event, InFlight};
 
 /// Why a step failed: a runtime error (with its name, for `expect_error`), a failed
 /// check, or something the device lacks (the case is then skipped).
@@ -39,6 +39,9 @@ pub struct State<'a> {
     pub ctx: &'a Context,
     names: Vec<String>,
     bufs: Vec<Option<Buffer>>,
+    /// Async copies in flight into a slot, and the latest async copy of each slot.
+    inflight: Vec<Option<InFlight>>,
+    events: Vec<Option<Event>>,
     /// Results of `measure` steps, for the report.
     pub measured: Vec<Measurement>,
 }
@@ -49,6 +52,8 @@ impl<'a> State<'a> {
         let bufs = names.iter().map(|_| None).collect();
         State {
             ctx,
+            inflight: names.iter().map(|_| None).collect(),
+            events: names.iter().map(|_| None).collect(),
             names,
             bufs,
             measured: Vec::new(),
@@ -98,7 +103,43 @@ impl<'a> State<'a> {
         self.bufs[i] = None;
     }
 
+    /// Holds the async copy into slot `i` (whose buffer it owns) until [`State::wait`];
+    /// a copy refused at start gives its buffer back and fails the step.
+    pub fn start(&mut self, i: usize, copy: InFlight) -> Result<(), StepError> {
+        if copy.failed_at_start() {
+            let (buf, result) = copy.wait();
+            self.put(i, buf);
+            return result.map(|_| ()).map_err(StepError::Runtime);
+        }
+        self.events[i] = Some(copy.event());
+        self.inflight[i] = Some(copy);
+        Ok(())
+    }
+
+    /// Waits for the async copy into slot `i` and puts its buffer back.
+    pub fn wait(&mut self, i: usize) -> Result<(), StepError> {
+        let copy = self.inflight[i].take().ok_or_else(|| {
+            StepError::Check(format!("no async copy into {} is in flight", self.names[i]))
+        })?;
+        let (buf, result) = copy.wait();
+        self.put(i, buf);
+        result.map(|_| ()).map_err(StepError::Runtime)
+    }
+
+    /// The latest async copy into slot `i`.
+    pub fn event(&self, i: usize) -> Result<Event, StepError> {
+        self.events[i].clone().ok_or_else(|| {
+            StepError::Check(format!("no async copy into {} was started", self.names[i]))
+        })
+    }
+
     fn missing(&self, i: usize) -> StepError {
+        if self.inflight[i].is_some() {
+            return StepError::Check(format!(
+                "buffer {} is in flight: `wait: {}` before using it",
+                self.names[i], self.names[i]
+            ));
+        }
         StepError::Check(format!(
             "buffer {} does not exist (released, or the step that makes it failed)",
             self.names[i]
