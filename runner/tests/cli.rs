@@ -349,3 +349,26 @@ fn bench_compare_prints_the_side_by_side_table() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no/such/cuda.json"));
 }
+
+/// A developer's own `VK_INSTANCE_LAYERS` makes the loader print a notice through
+/// the messenger; that notice is not a validation finding and fails no case.
+#[test]
+fn a_users_instance_layers_fail_no_case() {
+    if !Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = suite()
+        .args(["run", "--filter", "basic::round_trip_2d", "--report-dir"])
+        .arg(dir.path())
+        .env("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation")
+        .env("VKCOPY_VALIDATION", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}

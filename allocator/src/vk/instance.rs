@@ -75,6 +75,15 @@ unsafe extern "system" fn debug_callback(
     // call; `user` is the boxed Messages owned by the Instance, which outlives the
     // messenger.
     let (data, sink) = unsafe { (&*data, &*(user as *const Messages)) };
+    // The loader's own notices (a user's VK_INSTANCE_LAYERS, say) are not findings
+    // of the layer vkcopy enabled.
+    if !data.p_message_id_name.is_null() {
+        // SAFETY: a NUL-terminated string valid during the call.
+        let id = unsafe { CStr::from_ptr(data.p_message_id_name) };
+        if id.to_bytes() == b"Loader Message" {
+            return vk::FALSE;
+        }
+    }
     let message = if data.p_message.is_null() {
         String::from("(no message)")
     } else {
