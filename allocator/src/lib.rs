@@ -72,6 +72,15 @@
 //! memory, so a crop's parent (and every other view) learns of them
 //! ([`Buffer::is_host_dirty`], [`Buffer::is_device_dirty`]).
 //!
+//! Copies can also run asynchronously, each on a stream of its own (uploads and
+//! readbacks on the device's transfer queues where it has them):
+//! [`Context::start_copy_to_host`], [`Context::start_copy_to_device`] and
+//! [`Context::start_buffer_copy`] return a [`Pending`] handle that borrows the
+//! buffers until it is waited for; [`Pending::event`] and [`HostEvent`] order
+//! later copies after it; the `_owned` variants return an [`InFlight`] that owns
+//! the destination. [`Pending`] states what may be touched meanwhile. Every wait
+//! for the device is bounded by [`ContextOptions::timeout`].
+//!
 //! Layers, from the bottom: [`types`] and [`Error`]; the memory core
 //! ([`memory`]: tables, policies, configuration, no Vulkan calls); the Vulkan
 //! layer (instance, device, allocator, submission, host import); buffers and
