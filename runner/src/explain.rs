@@ -249,6 +249,12 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 c.memory(Role::Device)
             ),
             memory::Op::DeviceFree(s) => format!("device_free {}", c.name(*s)),
+            memory::Op::DeviceAndHostMalloc(s) => format!(
+                "device_and_host_malloc {}; device memory: {}",
+                c.shape(*s),
+                c.memory(Role::Device)
+            ),
+            memory::Op::DeviceAndHostFree(s) => format!("device_and_host_free {}", c.name(*s)),
             memory::Op::Release(s) => format!("release {}", c.name(*s)),
             memory::Op::SetDirty {
                 buffer,

@@ -18,6 +18,12 @@ pub enum Step {
     DeviceMalloc(#[schemars(with = "BufferName")] String),
     /// Frees device memory; clears `device_dirty`.
     DeviceFree(#[schemars(with = "BufferName")] String),
+    /// Halide's `device_and_host_malloc`: host memory (zeros) if the buffer has
+    /// none, and device memory.
+    DeviceAndHostMalloc(#[schemars(with = "BufferName")] String),
+    /// Halide's `device_and_host_free`: frees device and host memory; clears both
+    /// dirty bits.
+    DeviceAndHostFree(#[schemars(with = "BufferName")] String),
     /// Drops a buffer, crop, slice or view (through `device_free`, as Halide's
     /// `Buffer` destructor does); memory other views use stays.
     Release(#[schemars(with = "BufferName")] String),
@@ -52,6 +58,8 @@ pub enum Step {
 pub enum Op {
     DeviceMalloc(usize),
     DeviceFree(usize),
+    DeviceAndHostMalloc(usize),
+    DeviceAndHostFree(usize),
     Release(usize),
     SetDirty {
         buffer: usize,
@@ -70,6 +78,17 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
     Ok(match step {
         Step::DeviceMalloc(b) => Op::DeviceMalloc(p.buf(b)?),
         Step::DeviceFree(b) => Op::DeviceFree(p.buf(b)?),
+        Step::DeviceAndHostMalloc(b) => {
+            let slot = p.buf(b)?;
+            // Later steps may use its host memory.
+            p.slots[slot].host = true;
+            Op::DeviceAndHostMalloc(slot)
+        }
+        Step::DeviceAndHostFree(b) => {
+            let slot = p.buf(b)?;
+            p.slots[slot].host = false;
+            Op::DeviceAndHostFree(slot)
+        }
         Step::Release(b) => {
             let i = p.buf(b)?;
             p.slots[i].released = true;
@@ -105,6 +124,8 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
     match op {
         Op::DeviceMalloc(b) => ctx.device_malloc(s.get_mut(*b)?)?,
         Op::DeviceFree(b) => ctx.device_free(s.get_mut(*b)?)?,
+        Op::DeviceAndHostMalloc(b) => ctx.device_and_host_malloc(s.get_mut(*b)?)?,
+        Op::DeviceAndHostFree(b) => ctx.device_and_host_free(s.get_mut(*b)?)?,
         Op::Release(b) => {
             ctx.device_free(s.get_mut(*b)?)?;
             s.drop_slot(*b);
