@@ -44,8 +44,15 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     let mut state = State::new(&ctx, r.slots.clone());
     let result = run_steps(&mut state, r);
     let measured = std::mem::take(&mut state.measured);
+    let unwaited = state.in_flight();
     drop(state);
     let mut problems = Vec::new();
+    if result.is_ok() && !unwaited.is_empty() {
+        problems.push(format!(
+            "async copies never waited for (add `wait:` steps): {}",
+            unwaited.join(", ")
+        ));
+    }
     let mut skip = None;
     match result {
         Ok(()) => {}

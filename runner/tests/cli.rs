@@ -372,3 +372,35 @@ fn a_users_instance_layers_fail_no_case() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("1 passed"), "{stdout}");
 }
+
+/// A case that ends with an async copy still in flight fails, naming the buffer;
+/// waited for, the same case passes.
+#[test]
+fn an_async_copy_left_in_flight_fails_its_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let case = |wait: &str| {
+        format!(
+            "about: async\nbuffers:\n  g: {{ type: i32, extent: [64] }}\nsteps:\n  - fill_host: {{ buffer: g, value: \"x\" }}\n  - start_copy_to_device: g\n{wait}"
+        )
+    };
+    std::fs::write(root.join("left.yaml"), case("")).unwrap();
+    std::fs::write(root.join("waited.yaml"), case("  - wait: g\n")).unwrap();
+    let out = suite()
+        .arg("run")
+        .arg("--cases")
+        .arg(root)
+        .arg("--report-dir")
+        .arg(root.join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(
+        stdout.contains("async copies never waited for (add `wait:` steps): g"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 passed, 1 failed"), "{stdout}");
+}

@@ -126,6 +126,14 @@ impl<'a> State<'a> {
         result.map(|_| ()).map_err(StepError::Runtime)
     }
 
+    /// The buffers whose async copies are still in flight.
+    pub fn in_flight(&self) -> Vec<String> {
+        (0..self.names.len())
+            .filter(|&i| self.inflight[i].is_some())
+            .map(|i| self.names[i].clone())
+            .collect()
+    }
+
     /// The latest async copy into slot `i`.
     pub fn event(&self, i: usize) -> Result<Event, StepError> {
         self.events[i].clone().ok_or_else(|| {
