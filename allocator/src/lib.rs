@@ -17,7 +17,15 @@
 //!
 //! ```no_run
 //! use vkcopy::{Arg, Buffer, Context, ContextOptions, Shader};
-//! # fn scale_spirv(base: u64) -> vkcopy::Result<Vec<u32>> { unimplemented!() }
+//! // The caller's SPIR-V with the crop's base baked in, compiled ahead of time
+//! // into `scale_<base>.spv` (from WGSL by `vkcopy_kernels::compile_wgsl`, as
+//! // `kernels/examples/image_round_trip.rs` does).
+//! fn scale_spirv(base: u64) -> vkcopy::Result<Vec<u32>> {
+//!     let path = format!("scale_{base}.spv");
+//!     let failed = |e: std::io::Error| vkcopy::Error::KernelCompileFailed(format!("{path}: {e}"));
+//!     let bytes = std::fs::read(&path).map_err(failed)?;
+//!     vkcopy::ash::util::read_spv(&mut std::io::Cursor::new(bytes)).map_err(failed)
+//! }
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // 1. A context: `default()` reads nothing from the environment; `from_env()`
