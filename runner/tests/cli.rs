@@ -404,3 +404,36 @@ fn an_async_copy_left_in_flight_fails_its_case() {
     );
     assert!(stdout.contains("1 passed, 1 failed"), "{stdout}");
 }
+
+/// `bench --overlap` measures both experiments and writes them as JSON.
+#[test]
+fn bench_overlap_writes_both_experiments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("overlap.json");
+    let run = suite()
+        .args(["bench", "--overlap", "1MiB", "--repeat", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if stderr.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(run.status.success(), "{stdout}{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let what: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(what, ["duplex", "copy_and_kernel"]);
+    for r in v.as_array().unwrap() {
+        assert_eq!(r["bytes"], 1 << 20);
+        assert!(r["together_seconds"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["ratio"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(stdout.contains("duplex"), "{stdout}");
+}

@@ -53,6 +53,17 @@ pub(crate) struct CopyJob {
 }
 
 impl CopyJob {
+    /// A copy between the two sides of `buf`, which then agree.
+    fn within(buf: &Buffer, sides: Sides) -> Self {
+        CopyJob {
+            sides,
+            src_dims: buf.dims().to_vec(),
+            dst_dims: buf.dims().to_vec(),
+            elem_bytes: buf.elem().bytes(),
+            dirty: (false, false),
+        }
+    }
+
     /// The path the copy takes.
     pub(crate) fn path(&self) -> CopyPath {
         match self.sides {
@@ -158,13 +169,7 @@ impl Context {
             .clone()
             .ok_or_else(|| Error::HostIsNull(buf.name().to_owned()))?;
         let dev = buf.device.clone().expect("device_malloc succeeded");
-        Ok(Some(CopyJob {
-            sides: Sides::HostToDevice(host, dev),
-            src_dims: buf.dims().to_vec(),
-            dst_dims: buf.dims().to_vec(),
-            elem_bytes: buf.elem().bytes(),
-            dirty: (false, false),
-        }))
+        Ok(Some(CopyJob::within(buf, Sides::HostToDevice(host, dev))))
     }
 
     /// Plans Halide's `copy_to_host`: None when the device is not dirty. Kernels and
@@ -184,13 +189,7 @@ impl Context {
             .device
             .clone()
             .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
-        Ok(Some(CopyJob {
-            sides: Sides::DeviceToHost(dev, host),
-            src_dims: buf.dims().to_vec(),
-            dst_dims: buf.dims().to_vec(),
-            elem_bytes: buf.elem().bytes(),
-            dirty: (false, false),
-        }))
+        Ok(Some(CopyJob::within(buf, Sides::DeviceToHost(dev, host))))
     }
 
     /// Halide's `halide_buffer_copy` (`src/runtime/device_interface.cpp`): copies the

@@ -86,26 +86,19 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     let mut probe = host::device_buffer(ctx, "probe", 64 << 20)?;
     let t_probe = best(2, || ctx.kernel_fill(&mut probe, &fill).map_err(err))?;
     drop(probe);
-    let elems = ((t_down / t_probe) * (16 << 20) as f64).clamp(1024.0, (1u64 << 28) as f64);
-    let mut target = Buffer::with_dims(
-        "target",
-        ElemType::I32,
-        crate::rt::dense_dims(&[elems as i64]),
-        false,
-    )
-    .map_err(err)?;
-    ctx.device_malloc(&mut target).map_err(err)?;
-    let first = best(1, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
+    let target = |elems: f64| -> Result<Buffer, String> {
+        let elems = elems.clamp(1024.0, (1u64 << 28) as f64) as i64;
+        let dims = crate::rt::dense_dims(&[elems]);
+        let mut b = Buffer::with_dims("target", ElemType::I32, dims, false).map_err(err)?;
+        ctx.device_malloc(&mut b).map_err(err)?;
+        Ok(b)
+    };
+    let elems = (t_down / t_probe) * (16 << 20) as f64;
+    let mut first_target = target(elems)?;
+    let first = best(1, || ctx.kernel_fill(&mut first_target, &fill).map_err(err))?;
+    drop(first_target);
     // Once more, sized by the first measurement of this kernel.
-    let elems = (elems * t_down / first).clamp(1024.0, (1u64 << 28) as f64);
-    let mut target = Buffer::with_dims(
-        "target",
-        ElemType::I32,
-        crate::rt::dense_dims(&[elems as i64]),
-        false,
-    )
-    .map_err(err)?;
-    ctx.device_malloc(&mut target).map_err(err)?;
+    let mut target = target((elems.clamp(1024.0, (1u64 << 28) as f64)) * t_down / first)?;
     let t_kernel = best(runs, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
     let t_overlap = best(runs, || {
         down.device_dirty = true;
