@@ -76,6 +76,51 @@ fn caller_memory_at_any_offset_round_trips() {
 }
 
 #[test]
+fn strided_rows_in_caller_memory_keep_their_gaps() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    // Rows of 1500 i32 every 1601: each row starts at another offset in its
+    // 256-byte block, so the copies to and from the rows are cut differently.
+    let (rows, row, stride) = (400usize, 1500usize, 1601usize);
+    let bytes = 4 * stride * rows;
+    let (mut backing, start) = skewed_vec(bytes, 48);
+    let sentinel = 0xa5u8;
+    backing.iter_mut().for_each(|x| *x = sentinel);
+    // SAFETY: the range lies inside `backing`, which outlives the buffer.
+    let host = unsafe {
+        HostBytes::from_raw_parts(
+            NonNull::new(backing.as_mut_ptr().add(start)).unwrap(),
+            bytes,
+            None,
+        )
+    };
+    let dims = vec![
+        Dim {
+            min: 0,
+            extent: row as i64,
+            stride: 1,
+        },
+        Dim {
+            min: 0,
+            extent: rows as i64,
+            stride: stride as i64,
+        },
+    ];
+    let mut b = Buffer::from_host("b", ElemType::I32, dims, host).unwrap();
+    assert_eq!(round_trip(&ctx, &mut b, |c| 7 * c[0] - c[1]), 0);
+    drop(b);
+    for r in 0..rows {
+        let gap = &backing[start + 4 * (r * stride + row)..start + 4 * (r + 1) * stride];
+        assert!(
+            gap.iter().all(|&x| x == sentinel),
+            "row {r}'s gap was written"
+        );
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
 fn neighbours_sharing_a_page_keep_their_own_bytes() {
     let Some(ctx) = context(ContextOptions::default()) else {
         return;

@@ -1,5 +1,5 @@
 //! Staging through the reused ring (host import off): copies of every size cross
-//! the ring's window boundaries (8 MiB) exactly, strided layouts included, and staging
+//! the ring's window boundaries exactly, strided layouts included, and staging
 //! memory stays bounded by the ring whatever the copy size.
 
 use vkcopy::{Buffer, Context, ContextOptions, Dim, ElemType, Role};
@@ -48,7 +48,8 @@ fn every_size_round_trips_through_the_ring() {
         return;
     };
     const MIB: i64 = 1 << 20;
-    // Bytes around multiples of the 8 MiB window, odd sizes included.
+    // Bytes around multiples of the windows (a quarter of the copy in whole MiB),
+    // odd sizes included.
     let sizes = [
         (ElemType::U8, 1),
         (ElemType::U8, 3),

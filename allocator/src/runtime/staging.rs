@@ -1,8 +1,9 @@
 //! Staging through a ring: a few host-visible chunks per direction, allocated on
 //! first use and reused by every copy, with one submission lane each. A copy is
-//! cut into windows of one chunk; the GPU copies window i+1 while CPU threads
-//! copy window i in or out, so staging memory is bounded by the ring, not by the
-//! copy, and a small copy allocates nothing.
+//! cut into windows of at most one chunk; the GPU copies window i+1 while CPU
+//! threads (a pool kept for the process) copy window i in or out, so staging
+//! memory is bounded by the ring, not by the copy, and a small copy allocates
+//! nothing.
 //!
 //! Staging is packed densely in the plan's chunk order, so the host side and the
 //! GPU side of a window use the same layout.
@@ -19,14 +20,21 @@ use crate::runtime::plan::{ChunkOffsets, CopyPlan};
 use crate::vk::region::Region;
 use crate::vk::submit::{Submitter, LANES};
 
-/// Bytes of one staging chunk (one window of a copy).
-pub(crate) const CHUNK: u64 = 8 << 20;
+/// Bytes of one staging chunk (the largest window of a copy).
+pub(crate) const CHUNK: u64 = 32 << 20;
+
+/// Copies up to this many bytes are one window: below it, the cost of a
+/// submission per window outweighs what the overlap saves.
+const ONE_WINDOW_MAX: u64 = 8 << 20;
+
+/// The smallest window of a longer copy.
+const WINDOW_MIN: u64 = 4 << 20;
 
 /// Bytes below which one thread copies a window's host side.
-const BYTES_PER_THREAD: u64 = 1 << 20;
+const BYTES_PER_THREAD: u64 = 256 << 10;
 
 /// Most threads that copy one window's host side.
-const MAX_THREADS: usize = 8;
+const MAX_THREADS: usize = 16;
 
 /// Regions per `vkCmdCopyBuffer` call.
 const MAX_REGIONS_PER_CALL: usize = 1 << 16;
@@ -139,16 +147,15 @@ unsafe fn host_copy(
             };
         }
     };
-    if threads == 1 {
-        return copy(pieces);
-    }
+    let pool = match pool() {
+        Some(pool) if threads > 1 => pool,
+        _ => return copy(pieces),
+    };
     let parts = split(pieces, bytes.div_ceil(threads as u64));
-    std::thread::scope(|s| {
-        let (first, rest) = parts.split_first().expect("at least one part");
-        for part in rest {
-            s.spawn(|| copy(part));
+    pool.scope(|s| {
+        for part in &parts {
+            s.spawn(|_| copy(part));
         }
-        copy(first);
     });
 }
 
@@ -180,6 +187,19 @@ fn split(pieces: &[Piece], share: u64) -> Vec<Vec<Piece>> {
     parts
 }
 
+/// The window a copy of `bytes` is cut into: the whole copy up to
+/// [`ONE_WINDOW_MAX`], else a quarter of it, so that the GPU and the CPU overlap
+/// on mid-sized copies too, from [`WINDOW_MIN`] to [`CHUNK`].
+fn window(bytes: u64) -> u64 {
+    if bytes <= ONE_WINDOW_MAX {
+        return bytes.max(1);
+    }
+    bytes
+        .div_ceil(4)
+        .next_multiple_of(1 << 20)
+        .clamp(WINDOW_MIN, CHUNK)
+}
+
 /// Threads this machine runs at once, at most [`MAX_THREADS`].
 fn threads() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -188,6 +208,20 @@ fn threads() -> usize {
             .map_or(1, |n| n.get())
             .min(MAX_THREADS)
     })
+}
+
+/// The threads that copy windows' host sides, started on first use: starting
+/// threads per window would cost as much as a small window's copy.
+fn pool() -> Option<&'static rayon_core::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon_core::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon_core::ThreadPoolBuilder::new()
+            .num_threads(threads())
+            .thread_name(|i| format!("vkcopy-staging-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Records GPU copies of `pieces`, offsets of each side from `offsets`.
@@ -234,7 +268,8 @@ impl Context {
         src: (vk::Buffer, u64),
         dst: &mut [u8],
     ) -> Result<Option<u64>> {
-        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let window = window(plan.bytes());
+        let windows = plan.bytes().div_ceil(window) as usize;
         let slots = self.ring(Role::Readback, windows.min(LANES))?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
@@ -260,7 +295,7 @@ impl Context {
             };
             Ok(())
         };
-        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+        for (w, pieces) in Windows::new(plan, window).enumerate() {
             let lane = w % n;
             if queued.len() == n {
                 let (l, done) = queued.pop_front().expect("queued");
@@ -291,12 +326,13 @@ impl Context {
         src: &[u8],
         dst: (vk::Buffer, u64),
     ) -> Result<Option<u64>> {
-        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let window = window(plan.bytes());
+        let windows = plan.bytes().div_ceil(window) as usize;
         let slots = self.ring(Role::Upload, windows.min(LANES))?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
-        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+        for (w, pieces) in Windows::new(plan, window).enumerate() {
             let lane = w % n;
             lanes.wait(lane)?;
             let slot = &slots[lane];
@@ -351,6 +387,23 @@ mod tests {
         }
         assert_eq!(got, expect);
         assert_eq!(count as u64, p.bytes().div_ceil(window));
+    }
+
+    #[test]
+    fn windows_grow_with_the_copy_up_to_a_chunk() {
+        assert_eq!(window(0), 1);
+        assert_eq!(window(4096), 4096);
+        assert_eq!(window(ONE_WINDOW_MAX), ONE_WINDOW_MAX);
+        assert_eq!(window(ONE_WINDOW_MAX + 1), WINDOW_MIN);
+        assert_eq!(window(64 << 20), 16 << 20);
+        assert_eq!(window((64 << 20) + 1), 17 << 20);
+        assert_eq!(window(1 << 30), CHUNK);
+        for bytes in [ONE_WINDOW_MAX + 1, 100 << 20, 1 << 40] {
+            assert!(
+                bytes.div_ceil(window(bytes)) >= 3,
+                "{bytes}: at least 3 windows overlap"
+            );
+        }
     }
 
     #[test]

@@ -25,13 +25,67 @@ pub(crate) const IMPORT_MIN_BYTES: u64 = 1 << 20;
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
 const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
-/// Records `plan` as buffer-to-buffer copies, offsets added to each side.
+/// Host memory is read and written fastest in whole blocks of this many bytes:
+/// a copy to or from imported host memory that starts inside a block is cut at
+/// the block's end, so the rest of it moves whole blocks. The device side then
+/// starts unaligned, which device memory does not mind.
+const HOST_BLOCK: u64 = 256;
+
+/// Chunks shorter than this are recorded whole: cutting them adds regions for
+/// little gain.
+const HOST_CUT_MIN: u64 = 4096;
+
+/// Which side of a copy is imported host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HostSide {
+    Src,
+    Dst,
+}
+
+/// The regions of one chunk of `len` bytes at `src` and `dst`: one, or two where
+/// the host side starts inside a [`HOST_BLOCK`].
+fn chunk_regions(
+    src: u64,
+    dst: u64,
+    len: u64,
+    host: Option<HostSide>,
+) -> [Option<vk::BufferCopy>; 2] {
+    let whole = vk::BufferCopy {
+        src_offset: src,
+        dst_offset: dst,
+        size: len,
+    };
+    let at = match host {
+        Some(HostSide::Src) => src,
+        Some(HostSide::Dst) => dst,
+        None => return [Some(whole), None],
+    };
+    let head = (HOST_BLOCK - at % HOST_BLOCK) % HOST_BLOCK;
+    if head == 0 || len < HOST_CUT_MIN {
+        return [Some(whole), None];
+    }
+    [
+        Some(vk::BufferCopy {
+            size: head,
+            ..whole
+        }),
+        Some(vk::BufferCopy {
+            src_offset: src + head,
+            dst_offset: dst + head,
+            size: len - head,
+        }),
+    ]
+}
+
+/// Records `plan` as buffer-to-buffer copies, offsets added to each side; `host`
+/// names the side that is imported host memory, if any.
 fn record_copy(
     device: &ash::Device,
     cmd: vk::CommandBuffer,
     plan: &CopyPlan,
     src: (vk::Buffer, u64),
     dst: (vk::Buffer, u64),
+    host: Option<HostSide>,
 ) {
     let mut regions = Vec::with_capacity(plan.chunks().min(MAX_REGIONS_PER_CALL as u64) as usize);
     let flush = |regions: &mut Vec<vk::BufferCopy>| {
@@ -43,13 +97,14 @@ fn record_copy(
         }
     };
     plan.for_each_chunk(|s, d| {
-        regions.push(vk::BufferCopy {
-            src_offset: src.1 + s,
-            dst_offset: dst.1 + d,
-            size: plan.chunk,
-        });
-        if regions.len() == MAX_REGIONS_PER_CALL {
-            flush(&mut regions);
+        for r in chunk_regions(src.1 + s, dst.1 + d, plan.chunk, host)
+            .into_iter()
+            .flatten()
+        {
+            regions.push(r);
+            if regions.len() == MAX_REGIONS_PER_CALL {
+                flush(&mut regions);
+            }
         }
     });
     flush(&mut regions);
@@ -84,9 +139,10 @@ impl Context {
         plan: &CopyPlan,
         src: (vk::Buffer, u64),
         dst: (vk::Buffer, u64),
+        host: Option<HostSide>,
     ) -> Result<Option<u64>> {
         let device = self.raw_device();
-        self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst))
+        self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst, host))
     }
 
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
@@ -169,6 +225,7 @@ impl Context {
                     &plan,
                     (imported, base + src.0.offset as u64),
                     (dst.0.region.vk_buffer(), dst_off),
+                    Some(HostSide::Src),
                 )?;
                 self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
                 return Ok(());
@@ -203,6 +260,7 @@ impl Context {
             &unpack,
             (staging.alloc.buffer, 0),
             (dst.0.region.vk_buffer(), dst_off),
+            None,
         )?;
         self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
         Ok(())
@@ -235,6 +293,7 @@ impl Context {
                     &plan,
                     (src.0.region.vk_buffer(), src_off),
                     (imported, base + dst.0.offset as u64),
+                    Some(HostSide::Dst),
                 )?;
                 self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
                 return Ok(());
@@ -253,6 +312,7 @@ impl Context {
             &pack,
             (src.0.region.vk_buffer(), src_off),
             (staging.alloc.buffer, 0),
+            None,
         )?;
         self.inner.allocator.invalidate(&staging.alloc, 0, size)?;
         // The fence was waited for and the submission ends with a barrier to HOST_READ.
@@ -286,7 +346,7 @@ impl Context {
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.vk_buffer(), dst.0.region.vk_buffer());
         let device = self.raw_device();
-        let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off));
+        let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
         if let Some(gpu) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
@@ -295,14 +355,21 @@ impl Context {
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off))?;
+            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off), None)?;
             self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
             return Ok(());
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.alloc.buffer;
         let gpu = self.submit(sub, |cmd| {
-            record_copy(device, cmd, &plan.with_dense_dst(), (sb, src_off), (tb, 0));
+            record_copy(
+                device,
+                cmd,
+                &plan.with_dense_dst(),
+                (sb, src_off),
+                (tb, 0),
+                None,
+            );
             let barrier = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
@@ -318,7 +385,14 @@ impl Context {
                     &[],
                 );
             }
-            record_copy(device, cmd, &plan.with_dense_src(), (tb, 0), (db, dst_off));
+            record_copy(
+                device,
+                cmd,
+                &plan.with_dense_src(),
+                (tb, 0),
+                (db, dst_off),
+                None,
+            );
         })?;
         self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
         Ok(())
@@ -356,5 +430,57 @@ impl Context {
         plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
         self.record(CopyPath::HostToHost, plan.bytes(), start, None);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regions(src: u64, dst: u64, len: u64, host: Option<HostSide>) -> Vec<(u64, u64, u64)> {
+        chunk_regions(src, dst, len, host)
+            .into_iter()
+            .flatten()
+            .map(|r| (r.src_offset, r.dst_offset, r.size))
+            .collect()
+    }
+
+    #[test]
+    fn host_side_starting_inside_a_block_is_cut_at_its_end() {
+        assert_eq!(
+            regions(0, 16, 1 << 20, Some(HostSide::Dst)),
+            [(0, 16, 240), (240, 256, (1 << 20) - 240)]
+        );
+        assert_eq!(
+            regions(4112, 8, 1 << 20, Some(HostSide::Src)),
+            [(4112, 8, 240), (4352, 248, (1 << 20) - 240)]
+        );
+    }
+
+    #[test]
+    fn aligned_short_or_device_only_chunks_stay_whole() {
+        assert_eq!(
+            regions(16, 512, 8192, Some(HostSide::Dst)),
+            [(16, 512, 8192)]
+        );
+        assert_eq!(regions(0, 16, 4095, Some(HostSide::Dst)), [(0, 16, 4095)]);
+        assert_eq!(regions(0, 16, 8192, None), [(0, 16, 8192)]);
+    }
+
+    #[test]
+    fn cut_regions_cover_every_byte_once() {
+        for at in 0..HOST_BLOCK {
+            for len in [HOST_CUT_MIN, HOST_CUT_MIN + 1, 1 << 16] {
+                let r = regions(at, 1000 + at, len, Some(HostSide::Src));
+                let mut next = (at, 1000 + at);
+                for &(s, d, n) in &r {
+                    assert_eq!((s, d), next);
+                    assert!(n > 0);
+                    next = (s + n, d + n);
+                }
+                assert_eq!(next, (at + len, 1000 + at + len));
+                assert_eq!(r.last().unwrap().0 % HOST_BLOCK, 0, "at {at}");
+            }
+        }
     }
 }
