@@ -134,6 +134,7 @@ pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader};
 pub use runtime::launch::{Access, Arg};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
+pub use runtime::raw_copy::RawCopy;
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};

@@ -359,3 +359,31 @@ fn impossible_host_memory_is_an_error_not_an_abort() {
         assert_eq!(e.name(), "bad_dimensions", "{extents:?}: {e}");
     }
 }
+
+#[test]
+fn raw_copies_run_on_every_device_path_and_free_their_memory() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    use vkcopy::CopyPath;
+    let placed = |ctx: &Context| ctx.stats().placements().len();
+    for path in [
+        CopyPath::HostToDevice,
+        CopyPath::DeviceToHost,
+        CopyPath::DeviceToDevice,
+    ] {
+        let before = placed(&ctx);
+        let raw = ctx.raw_copy(path, 1 << 20).unwrap();
+        assert_eq!(raw.bytes(), 1 << 20);
+        assert_eq!(placed(&ctx), before + 2, "{path:?}: both sides allocated");
+        for _ in 0..3 {
+            assert!(raw.run().unwrap() > std::time::Duration::ZERO);
+        }
+    }
+    let host = ctx.raw_copy(CopyPath::HostToHost, 64).err().unwrap();
+    assert!(host.to_string().contains("memcpy"), "{host}");
+    let empty = ctx.raw_copy(CopyPath::DeviceToHost, 0).err().unwrap();
+    assert!(empty.to_string().contains("0 bytes"), "{empty}");
+    ctx.release_unused();
+    assert_clean(&ctx);
+}

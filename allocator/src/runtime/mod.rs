@@ -15,6 +15,7 @@ mod malloc;
 pub(crate) mod options;
 pub(crate) mod pending;
 pub(crate) mod plan;
+pub(crate) mod raw_copy;
 mod ring;
 mod staging;
 mod streams;

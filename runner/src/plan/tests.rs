@@ -202,9 +202,9 @@ fn bad_min_ratio_fields_are_located() {
         e.contains("bad.yaml:5:5: measure: field min_ratio: of: no earlier measure named 'fast'"),
         "{e}"
     );
-    let e = case("  - measure: { copy_to_host: g, min_ratio: { of: raw_copy, value: 1 } }\n");
+    let e = case("  - measure: { name: raw_copy, copy_to_host: g }\n");
     assert!(
-        e.contains("bad.yaml:5:5: measure: field min_ratio: of: raw_copy is not available"),
+        e.contains("bad.yaml:5:5: measure: field name: 'raw_copy' is a reference, not a name"),
         "{e}"
     );
     let e = case("  - measure: { copy_to_host: g, min_ratio: { of: host_memcpy, value: 0 } }\n");

@@ -20,9 +20,8 @@ pub const MAX_REPEAT: u32 = 100_000;
 
 /// `min_ratio: { of: host_memcpy }`.
 pub const HOST_MEMCPY: &str = "host_memcpy";
-/// `min_ratio: { of: raw_copy }`: named so that a case asking for it gets a
-/// reason, not "no measure named raw_copy".
-const RAW_COPY: &str = "raw_copy";
+/// `min_ratio: { of: raw_copy }`: the runtime's plain copy along the same path.
+pub const RAW_COPY: &str = "raw_copy";
 
 /// The measurement steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -79,7 +78,9 @@ pub struct Measure {
 #[serde(deny_unknown_fields)]
 pub struct MinRatio {
     /// The reference: `host_memcpy` (a host memcpy of the same bytes in the same
-    /// runs) or the `name` of an earlier measure.
+    /// runs), `raw_copy` (one `vkCmdCopyBuffer` of the same bytes along the same
+    /// path between memory the runtime allocated for it, in the same runs: the
+    /// hardware's speed) or the `name` of an earlier measure.
     of: String,
     /// The lowest acceptable ratio of best GB/s to the reference's best GB/s.
     value: f64,
@@ -98,6 +99,9 @@ pub enum Timed {
 pub enum Reference {
     /// A host memcpy of the same bytes, timed in the same runs.
     HostMemcpy,
+    /// The runtime's plain copy of the same bytes along the same path, timed in
+    /// the same runs.
+    RawCopy,
     /// An earlier measure of the case, by name.
     Measure(String),
 }
@@ -106,6 +110,7 @@ impl Reference {
     fn name(&self) -> &str {
         match self {
             Reference::HostMemcpy => HOST_MEMCPY,
+            Reference::RawCopy => RAW_COPY,
             Reference::Measure(n) => n,
         }
     }
@@ -191,18 +196,12 @@ fn plan_ratio(r: &MinRatio, p: &Planner) -> Result<(Reference, f64), CaseError> 
         .map_err(|e| p.err(format!("field min_ratio: of: {e}")))?;
     let reference = match of.as_str() {
         HOST_MEMCPY => Reference::HostMemcpy,
-        // The runtime's transfers without the dirty-bit logic are crate-private.
-        RAW_COPY => {
-            return Err(p.err(
-                "field min_ratio: of: raw_copy is not available: the runtime offers no public \
-                 copy without its dirty-bit logic; use host_memcpy or a named measure",
-            ))
-        }
+        RAW_COPY => Reference::RawCopy,
         _ if p.measures.contains(&of) => Reference::Measure(of),
         _ => {
             return Err(p.err(format!(
                 "field min_ratio: of: no earlier measure named '{of}' (named so far: {:?}); \
-                 give host_memcpy or the `name:` of an earlier measure",
+                 give host_memcpy, raw_copy or the `name:` of an earlier measure",
                 p.measures
             )))
         }
@@ -239,8 +238,8 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             max_us,
             min_ratio,
         } => {
-            let memcpy = matches!(min_ratio, Some((Reference::HostMemcpy, _)));
-            let (mut result, reference) = time(s, timed, *repeat, memcpy)?;
+            let of = min_ratio.as_ref().map(|(of, _)| of);
+            let (mut result, reference) = time(s, timed, *repeat, of)?;
             result.name = name.clone();
             let mut verdict = judge(s, min_gbps, max_us, &result);
             if let Some((of, min)) = min_ratio {
@@ -258,12 +257,12 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
 
 /// Runs the copy once untimed (imports, staging and first touches are not timed),
 /// then `repeat` times by the host clock, each followed by a run timed by GPU
-/// timestamps and, with `memcpy`, by a host memcpy of the same bytes.
+/// timestamps and, with a `host_memcpy` or `raw_copy` reference, by a run of it.
 fn time(
     s: &mut State,
     timed: &Timed,
     repeat: u32,
-    memcpy: bool,
+    of: Option<&Reference>,
 ) -> Result<(Measurement, Option<Samples>), StepError> {
     let ctx = s.ctx;
     let (what, bytes, role, path) = match timed {
@@ -286,22 +285,37 @@ fn time(
             (what, bytes, None, CopyPath::DeviceToDevice)
         }
     };
-    let mut reference = memcpy
-        .then(|| HostMemcpy::new(bytes))
-        .transpose()
-        .map_err(StepError::Check)?;
-    let mut memcpy_samples = Samples::default();
+    let mut memcpy = match of {
+        Some(Reference::HostMemcpy) => Some(HostMemcpy::new(bytes).map_err(StepError::Check)?),
+        _ => None,
+    };
+    let raw = match of {
+        Some(Reference::RawCopy) => Some(ctx.raw_copy(path, bytes)?),
+        _ => None,
+    };
+    let mut reference_samples = Samples::default();
+    let mut reference_error = None;
     let samples = timing::sample(
         ctx,
         &[path],
         (1, repeat),
         || copy_once(s, timed),
         || {
-            if let Some(m) = &mut reference {
-                memcpy_samples.host.push(m.run());
+            if let Some(m) = &mut memcpy {
+                reference_samples.host.push(m.run());
+            }
+            if let Some(r) = &raw {
+                match r.run() {
+                    Ok(t) => reference_samples.host.push(t.as_secs_f64()),
+                    Err(e) => reference_error = Some(e),
+                }
             }
         },
     )?;
+    if let Some(e) = reference_error {
+        return Err(StepError::Check(format!("measure: raw_copy: {e}")));
+    }
+    drop(raw);
     let staging_type = role.and_then(|r| {
         ctx.stats()
             .placements()
@@ -325,7 +339,7 @@ fn time(
         staging_type,
         ratio: None,
     };
-    Ok((m, reference.map(|_| memcpy_samples)))
+    Ok((m, of.is_some().then_some(reference_samples)))
 }
 
 /// One copy, its source marked as the side holding the data.
@@ -363,11 +377,13 @@ fn ratio_to(
     s: &State,
     of: &Reference,
     min: f64,
-    memcpy: Option<&Samples>,
+    timed: Option<&Samples>,
     r: &Measurement,
 ) -> Result<Ratio, StepError> {
-    let (reference_gbps, reference_median_gbps) = match (of, memcpy) {
-        (Reference::HostMemcpy, Some(m)) => (gbps(r.bytes, m.best()), gbps(r.bytes, m.median())),
+    let (reference_gbps, reference_median_gbps) = match (of, timed) {
+        (Reference::HostMemcpy | Reference::RawCopy, Some(m)) => {
+            (gbps(r.bytes, m.best()), gbps(r.bytes, m.median()))
+        }
         (Reference::Measure(n), _) => s
             .measured
             .iter()
@@ -375,10 +391,11 @@ fn ratio_to(
             .find(|m| m.name.as_deref() == Some(n))
             .map(|m| (m.gbps, m.median_gbps))
             .ok_or_else(|| StepError::Check(format!("measure: no result of measure '{n}'")))?,
-        (Reference::HostMemcpy, None) => {
-            return Err(StepError::Check(
-                "measure: host_memcpy was not timed".into(),
-            ))
+        (Reference::HostMemcpy | Reference::RawCopy, None) => {
+            return Err(StepError::Check(format!(
+                "measure: {} was not timed",
+                of.name()
+            )))
         }
     };
     let ratio = if reference_gbps > 0.0 {
