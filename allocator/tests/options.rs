@@ -19,8 +19,15 @@ fn only_from_env_reads_the_environment() {
         }
         other => panic!("expected a bad VKCOPY_ALLOC_CONFIG, got {other:?}"),
     }
+    std::env::set_var("VKCOPY_SPIN_US", "ten");
+    match ContextOptions::from_env() {
+        Err(Error::BadSetting { name, .. }) => assert_eq!(name, "VKCOPY_SPIN_US"),
+        other => panic!("expected a bad VKCOPY_SPIN_US, got {other:?}"),
+    }
+    std::env::set_var("VKCOPY_SPIN_US", "1500");
     std::env::set_var("VKCOPY_ALLOC_CONFIG", "0:1");
     let e = ContextOptions::from_env().unwrap();
+    assert_eq!(e.spin, std::time::Duration::from_micros(1500));
     assert_eq!(e.alloc_config.minimum_block_size, 1 << 20);
     assert_eq!(e.device_copy, DeviceCopy::Shader);
     assert!(!e.import_host);
@@ -28,6 +35,7 @@ fn only_from_env_reads_the_environment() {
         "VKCOPY_ALLOC_CONFIG",
         "VKCOPY_DEVICE_COPY",
         "VKCOPY_IMPORT_HOST",
+        "VKCOPY_SPIN_US",
     ] {
         assert!(ENVIRONMENT.iter().any(|(n, _)| *n == v), "{v} undocumented");
         std::env::remove_var(v);

@@ -78,11 +78,18 @@ impl Context {
         let emulate = options.emulate;
         #[cfg(not(feature = "emulate"))]
         let emulate = Emulate;
+        // On a CPU device the device is the host's own cores: a polling wait
+        // would take one from it.
+        let spin = match adapter.info.device_type {
+            crate::memory::table::DeviceType::Cpu => std::time::Duration::ZERO,
+            _ => options.spin,
+        };
         let device = Arc::new(DeviceShared::new(
             instance,
             adapter,
             emulate,
             options.timeout,
+            spin,
         )?);
         #[cfg(feature = "simulate")]
         let simulated = options.simulate_memory.clone();

@@ -32,6 +32,13 @@ pub struct ContextOptions {
     /// The longest any wait for the device may take before it fails with
     /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
     pub timeout: std::time::Duration,
+    /// How long a wait for the device polls before it blocks: a blocking wait
+    /// wakes up tens of microseconds after the work ends, which large copies
+    /// feel too, so waits poll (yielding the core after the first 200 us), as
+    /// CUDA's default synchronisation does. `ZERO` polls only 200 us, as does a
+    /// CPU device (lavapipe), whose work runs on the cores a poll would take.
+    /// Default 10 ms.
+    pub spin: std::time::Duration,
     /// Present this recorded memory table to the allocator instead of the device's.
     /// Default: none.
     #[cfg(feature = "simulate")]
@@ -102,6 +109,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the longest a wait for the device may take, in milliseconds (default 60000)",
     ),
     (
+        "VKCOPY_SPIN_US",
+        "how long a wait for the device polls before it blocks, in microseconds (default 10000)",
+    ),
+    (
         "VKCOPY_ALLOC_CONFIG",
         "pool MiB:min block MiB:max block MiB:max blocks:nearest multiple B (Halide's HL_VK_ALLOC_CONFIG)",
     ),
@@ -118,6 +129,9 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
 /// How long a wait for the device may take by default.
 pub(crate) const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long a wait for the device polls by default.
+pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_millis(10);
+
 impl Default for ContextOptions {
     /// The default device, no validation, the vkcopy policy, host import on,
     /// default blocks, measured device copies, the device's own memory table, no
@@ -131,6 +145,7 @@ impl Default for ContextOptions {
             alloc_config: AllocConfig::default(),
             device_copy: DeviceCopy::Auto,
             timeout: DEFAULT_TIMEOUT,
+            spin: DEFAULT_SPIN,
             #[cfg(feature = "simulate")]
             simulate_memory: None,
             #[cfg(feature = "emulate")]
@@ -215,6 +230,14 @@ impl ContextOptions {
                 reason: "expected a whole number of milliseconds".into(),
             })?;
             options.timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(v) = var("VKCOPY_SPIN_US") {
+            let us: u64 = v.trim().parse().map_err(|_| Error::BadSetting {
+                name: "VKCOPY_SPIN_US",
+                value: v.clone(),
+                reason: "expected a whole number of microseconds".into(),
+            })?;
+            options.spin = std::time::Duration::from_micros(us);
         }
         if let Some(v) = var("VKCOPY_ALLOC_CONFIG") {
             options.alloc_config = AllocConfig::parse(&v).map_err(|e| Error::BadSetting {

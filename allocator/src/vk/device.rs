@@ -45,6 +45,8 @@ pub(crate) struct DeviceShared {
     pub(crate) memory_budget: bool,
     /// The longest any wait for the device may take.
     pub(crate) timeout: Duration,
+    /// How long a wait polls before it blocks.
+    pub(crate) spin: Duration,
     /// `VK_ERROR_DEVICE_LOST` was returned: no further work is submitted.
     lost: AtomicBool,
     /// Timeline values the host has seen reached, per submitter semaphore: later
@@ -69,6 +71,7 @@ impl DeviceShared {
         adapter: Adapter,
         emulate: Emulate,
         timeout: Duration,
+        spin: Duration,
     ) -> Result<Self> {
         let priorities = [1.0f32; 3];
         let queue_info: Vec<_> = adapter
@@ -117,6 +120,7 @@ impl DeviceShared {
             host_import,
             memory_budget: adapter.memory_budget,
             timeout,
+            spin,
             lost: AtomicBool::new(false),
             reached: Mutex::new(Vec::new()),
             instance,

@@ -16,7 +16,8 @@ use crate::vk::device::{DeviceShared, Queue, QueueRole};
 /// is reached.
 pub(crate) const LANES: usize = 3;
 
-/// How long a wait polls the semaphore before it blocks.
+/// How long a wait polls the semaphore without yielding the core; it goes on
+/// polling, yielding, up to the device's `spin`.
 const SPIN: Duration = Duration::from_micros(200);
 
 struct Lane {
@@ -164,17 +165,18 @@ impl Submitter {
         }
     }
 
-    /// Waits until the semaphore reaches `value`, polling briefly first (a blocking
-    /// wait costs a wake-up, more than a small copy takes, so the wait spins first
-    /// as CUDA's default synchronisation does), then blocking up to the device's
-    /// timeout.
+    /// Waits until the semaphore reaches `value`, polling first (a blocking wait
+    /// costs a wake-up of tens of microseconds after the work ends, so the wait
+    /// polls as CUDA's default synchronisation does, yielding the core after
+    /// [`SPIN`]) up to the device's `spin`, then blocking up to its timeout.
     fn wait_value(&self, c: &mut Commands, value: u64) -> Result<()> {
         if c.reached >= value {
             return Ok(());
         }
         let device = &self.device;
         let raw = &device.raw;
-        let spin_until = Instant::now() + SPIN;
+        let start = Instant::now();
+        let (poll_until, spin_until) = (start + SPIN, start + SPIN.max(device.spin));
         loop {
             // SAFETY: the semaphore belongs to this device and is a timeline semaphore.
             let now = unsafe { raw.get_semaphore_counter_value(self.semaphore) }
@@ -182,10 +184,15 @@ impl Submitter {
             if now >= value {
                 return self.reached(c, now);
             }
-            if Instant::now() >= spin_until {
+            let t = Instant::now();
+            if t >= spin_until {
                 break;
             }
-            std::hint::spin_loop();
+            if t < poll_until {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
         let semaphores = [self.semaphore];
         let values = [value];
