@@ -273,6 +273,18 @@ fn step_line(c: &Ctx, op: &Op) -> String {
             }
             memory::Op::ReleaseUnused => "release_unused".into(),
             memory::Op::DeviceRelease => "device_release".into(),
+            memory::Op::NativeBuffer { native, bytes } => {
+                format!("native_buffer #{native}: a VkBuffer of {bytes} bytes outside the runtime")
+            }
+            memory::Op::WrapNative {
+                buffer,
+                native,
+                offset,
+            } => format!(
+                "wrap_native {} in native buffer #{native} at byte {offset}",
+                c.shape(*buffer)
+            ),
+            memory::Op::DetachNative(s) => format!("detach_native {}", c.name(*s)),
         },
         OpKind::Copies(k) => match k {
             copies::Op::CopyToDevice(s) => format!(

@@ -12,6 +12,7 @@ pub use vkcopy::{
 
 /// Vulkan memory property flags, as placements report them.
 pub type MemoryPropertyFlags = vkcopy::ash::vk::MemoryPropertyFlags;
+pub use vkcopy::ash::vk;
 
 /// The expression language of cases; the device kernels compile it to WGSL.
 pub use vkcopy_kernels::expr;

@@ -81,22 +81,44 @@ impl Context {
     /// `TRANSFER_SRC | TRANSFER_DST | STORAGE_BUFFER`, and outlive its use here; the
     /// caller destroys it after [`Context::detach_vk_buffer`].
     pub fn wrap_vk_buffer(&self, buf: &mut Buffer, buffer: vk::Buffer, size: u64) -> Result<()> {
+        self.wrap_vk_buffer_at(buf, buffer, 0, size)
+    }
+
+    /// As [`Context::wrap_vk_buffer`], with `buf`'s element at its mins `offset`
+    /// bytes into `buffer` (of `size` bytes): one caller buffer holding several
+    /// Halide buffers, as in Halide #8715 (a sub-buffer per channel). `offset` is a
+    /// multiple of the element size.
+    pub fn wrap_vk_buffer_at(
+        &self,
+        buf: &mut Buffer,
+        buffer: vk::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> Result<()> {
         if buf.device.is_some() {
             return Err(Error::IncompatibleBuffers(format!(
                 "{} already has device memory; wrap a buffer without",
                 buf.name()
             )));
         }
-        if buffer == vk::Buffer::null() || size < buf.size_in_bytes() {
+        let elem = buf.elem().bytes() as u64;
+        if !offset.is_multiple_of(elem) {
             return Err(Error::BadDimensions(format!(
-                "{}: wrapping a {size}-byte VkBuffer ({buffer:?}) for {} bytes",
+                "{}: offset {offset} into the VkBuffer is not a multiple of its {elem}-byte elements",
+                buf.name()
+            )));
+        }
+        let end = offset.checked_add(buf.size_in_bytes());
+        if buffer == vk::Buffer::null() || end.is_none_or(|end| end > size) {
+            return Err(Error::BadDimensions(format!(
+                "{}: wrapping a {size}-byte VkBuffer ({buffer:?}) for {} bytes at offset {offset}",
                 buf.name(),
                 buf.size_in_bytes()
             )));
         }
         buf.set_device(DeviceView {
             region: Arc::new(Region::wrapped(&self.inner.allocator, buffer, size)),
-            offset: 0,
+            offset: offset / elem,
         });
         Ok(())
     }

@@ -248,3 +248,45 @@ fn min_ratio_refers_to_named_measures_in_loops() {
     };
     assert_eq!(r.ops.len(), 4);
 }
+
+#[test]
+fn bad_native_buffer_steps_are_located() {
+    let case = |steps: &str| {
+        parse_err(&format!(
+            "about: a\nbuffers:\n  g: {{ type: i32, extent: [16] }}\nsteps:\n{steps}"
+        ))
+    };
+    let e = case("  - wrap_native: { buffer: g, native: app }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: wrap_native: field native: no native_buffer named 'app'"),
+        "{e}"
+    );
+    let e = case("  - native_buffer: { name: app, bytes: 0 }\n");
+    assert!(
+        e.contains("bad.yaml:5:5: native_buffer: field bytes: 0;"),
+        "{e}"
+    );
+    let e = case(
+        "  - native_buffer: { name: app, bytes: 64 }\n  - native_buffer: { name: app, bytes: 64 }\n",
+    );
+    assert!(
+        e.contains("bad.yaml:6:5: native_buffer: field name: 'app' already names a native buffer"),
+        "{e}"
+    );
+    let e = case(
+        "  - native_buffer: { name: app, bytes: 128 }\n  - wrap_native: { buffer: g, native: app, offset: 2 }\n",
+    );
+    assert!(
+        e.contains("bad.yaml:6:5: wrap_native: field offset: 2 is not a multiple of g's 4-byte"),
+        "{e}"
+    );
+    let e = case(
+        "  - native_buffer: { name: app, bytes: 128 }\n  - wrap_native: { buffer: g, native: app, offset: 68 }\n",
+    );
+    assert!(
+        e.contains(
+            "field offset: g spans 64 bytes, which from byte 68 do not fit in the 128 bytes"
+        ),
+        "{e}"
+    );
+}

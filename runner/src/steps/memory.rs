@@ -1,10 +1,12 @@
-//! Memory steps: device allocation and release, dirty bits, and the
-//! allocator's housekeeping.
+//! Memory steps: device allocation and release, native `VkBuffer`s wrapped and
+//! detached, dirty bits, and the allocator's housekeeping.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
+use crate::rt::span_bytes;
+use crate::steps::native::{self, MAX_NATIVE_BYTES};
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
 use crate::vocab::BufferName;
@@ -51,6 +53,30 @@ pub enum Step {
     ReleaseUnused,
     /// Halide's `device_release`: frees unused blocks and the kernel pipelines.
     DeviceRelease,
+    /// A `VkBuffer` of the case's own (as an application makes one): `bytes` of
+    /// device-local memory the runtime does not allocate or account for; the
+    /// runner destroys it when the case ends.
+    NativeBuffer {
+        /// Its name, for `wrap_native`.
+        name: String,
+        /// Its size, 1 byte to 1 GiB.
+        bytes: u64,
+    },
+    /// Halide's `halide_vulkan_wrap_vk_buffer`: `buffer` (without device memory)
+    /// gets the native buffer's memory, its element at its mins `offset` bytes in.
+    WrapNative {
+        /// The buffer to wrap it in.
+        buffer: String,
+        /// The `native_buffer`.
+        native: String,
+        /// Bytes into the native buffer, a multiple of the element size; default 0.
+        #[serde(default)]
+        offset: u64,
+    },
+    /// Halide's `halide_vulkan_detach_vk_buffer`: takes the native buffer back
+    /// (the handle returned must be the one wrapped); the buffer has no device
+    /// memory after it, and the native buffer keeps its contents.
+    DetachNative(#[schemars(with = "BufferName")] String),
 }
 
 /// A checked memory step; buffers are slots.
@@ -72,6 +98,16 @@ pub enum Op {
     },
     ReleaseUnused,
     DeviceRelease,
+    NativeBuffer {
+        native: usize,
+        bytes: u64,
+    },
+    WrapNative {
+        buffer: usize,
+        native: usize,
+        offset: u64,
+    },
+    DetachNative(usize),
 }
 
 pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
@@ -116,6 +152,61 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
         },
         Step::ReleaseUnused => Op::ReleaseUnused,
         Step::DeviceRelease => Op::DeviceRelease,
+        Step::NativeBuffer { name, bytes } => {
+            let name = p.loops.name(name).map_err(|e| p.err(e))?;
+            if p.natives.iter().any(|(n, _)| *n == name) {
+                return Err(p.err(format!(
+                    "field name: '{name}' already names a native buffer"
+                )));
+            }
+            if *bytes == 0 || *bytes > MAX_NATIVE_BYTES {
+                return Err(p.err(format!(
+                    "field bytes: {bytes}; a native buffer has 1 to {MAX_NATIVE_BYTES} bytes"
+                )));
+            }
+            p.natives.push((name, *bytes));
+            Op::NativeBuffer {
+                native: p.natives.len() - 1,
+                bytes: *bytes,
+            }
+        }
+        Step::WrapNative {
+            buffer,
+            native,
+            offset,
+        } => {
+            let slot = p.buf(buffer)?;
+            let name = p.loops.name(native).map_err(|e| p.err(e))?;
+            let Some(n) = p.natives.iter().position(|(n, _)| *n == name) else {
+                let known: Vec<&str> = p.natives.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(p.err(format!(
+                    "field native: no native_buffer named '{name}' before this step; there are {known:?}"
+                )));
+            };
+            let s = &p.slots[slot];
+            let elem = s.elem.bytes() as u64;
+            if !offset.is_multiple_of(elem) {
+                return Err(p.err(format!(
+                    "field offset: {offset} is not a multiple of {}'s {elem}-byte elements",
+                    s.name
+                )));
+            }
+            let need = span_bytes(s.elem, &s.dims).unwrap_or(u64::MAX);
+            let size = p.natives[n].1;
+            if offset.checked_add(need).is_none_or(|end| end > size) {
+                return Err(p.err(format!(
+                    "field offset: {} spans {need} bytes, which from byte {offset} do not fit \
+                     in the {size} bytes of native buffer '{name}'",
+                    s.name
+                )));
+            }
+            Op::WrapNative {
+                buffer: slot,
+                native: n,
+                offset: *offset,
+            }
+        }
+        Step::DetachNative(b) => Op::DetachNative(p.buf(b)?),
     })
 }
 
@@ -153,6 +244,30 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
         }
         Op::DeviceRelease => {
             ctx.device_release();
+        }
+        Op::NativeBuffer { native, bytes } => {
+            let n = native::Native::new(ctx, *bytes)?;
+            s.natives.insert(*native, n);
+        }
+        Op::WrapNative {
+            buffer,
+            native,
+            offset,
+        } => {
+            let (handle, size) = s.native(*native)?;
+            let b = s.get_mut(*buffer)?;
+            ctx.wrap_vk_buffer_at(b, handle, *offset, size)?;
+            s.wrapped.insert(*buffer, handle);
+        }
+        Op::DetachNative(b) => {
+            let handle = ctx.detach_vk_buffer(s.get_mut(*b)?)?;
+            let expected = s.wrapped.remove(b);
+            if expected != Some(handle) {
+                return Err(StepError::Check(format!(
+                    "detach_native: {} gave back {handle:?}, not the native buffer wrapped ({expected:?})",
+                    s.name(*b)
+                )));
+            }
         }
     }
     Ok(())

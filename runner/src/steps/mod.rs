@@ -24,6 +24,7 @@ pub mod control;
 pub mod copies;
 pub mod measure;
 pub mod memory;
+pub mod native;
 pub mod planner;
 pub mod state;
 pub mod views;

@@ -49,6 +49,8 @@ pub struct Planner<'a> {
     pub loops: Bindings,
     /// Names of the `measure` steps planned so far, for `min_ratio: { of: NAME }`.
     pub measures: Vec<String>,
+    /// Native buffers made so far: name and bytes.
+    pub natives: Vec<(String, u64)>,
     line: u64,
     column: u64,
     step: &'static str,
@@ -62,6 +64,7 @@ impl<'a> Planner<'a> {
             slots,
             loops: Bindings::default(),
             measures: Vec::new(),
+            natives: Vec::new(),
             line: 0,
             column: 0,
             step: "",

@@ -1,8 +1,11 @@
 //! What running a step needs: the context, the case's buffers and views by
 //! slot, and the results of timed copies.
 
+use std::collections::HashMap;
+
 use crate::outcome::Measurement;
-use crate::rt::{Buffer, Context, Error, Event, InFlight};
+use crate::rt::{vk, Buffer, Context, Error, Event, InFlight};
+use crate::steps::native::Native;
 
 /// Why a step failed: a runtime error (with its name, for `expect_error`), a failed
 /// check, or something the device lacks (the case is then skipped).
@@ -44,6 +47,11 @@ pub struct State<'a> {
     events: Vec<Option<Event>>,
     /// Results of `measure` steps, for the report.
     pub measured: Vec<Measurement>,
+    /// Native buffers by their `native_buffer` index; declared after the buffers,
+    /// so that buffers wrapping them are dropped first.
+    pub natives: HashMap<usize, Native<'a>>,
+    /// The native buffer each wrapping slot was given.
+    pub wrapped: HashMap<usize, vk::Buffer>,
 }
 
 impl<'a> State<'a> {
@@ -57,7 +65,17 @@ impl<'a> State<'a> {
             names,
             bufs,
             measured: Vec::new(),
+            natives: HashMap::new(),
+            wrapped: HashMap::new(),
         }
+    }
+
+    /// Native buffer `i`'s handle and size.
+    pub fn native(&self, i: usize) -> Result<(vk::Buffer, u64), StepError> {
+        self.natives
+            .get(&i)
+            .map(|n| (n.buffer(), n.size()))
+            .ok_or_else(|| StepError::Check("the native buffer was not made".into()))
     }
 
     pub fn name(&self, i: usize) -> &str {
