@@ -110,6 +110,9 @@ impl Instance {
     /// Creates an instance (Vulkan 1.1); with `validation`, the Khronos layer with
     /// synchronization validation.
     pub(crate) fn new(validation: bool) -> Result<Self> {
+        #[cfg(feature = "fault-injection")]
+        let entry = crate::vk::hooks::entry()?;
+        #[cfg(not(feature = "fault-injection"))]
         let entry = load_entry()?;
         // SAFETY: enumeration calls with no preconditions.
         let layers = unsafe { entry.enumerate_instance_layer_properties() }
