@@ -70,7 +70,7 @@ pub(crate) fn entry() -> Result<&'static ash::Entry> {
     Ok(ENTRY.get_or_init(|| {
         let _ = REAL_GIPA.set(real.static_fn().get_instance_proc_addr);
         let static_fn = ash::StaticFn {
-            get_instance_proc_addr: get_instance_proc_addr,
+            get_instance_proc_addr,
         };
         // SAFETY: the wrapped resolver hands out the loader's functions or
         // wrappers of the same signature calling them.
@@ -322,18 +322,14 @@ unsafe extern "system" fn get_device_proc_addr(
     device: vk::Device,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let Some(h) = hooked(device.as_raw()) else {
-        return None;
-    };
+    let h = hooked(device.as_raw())?;
     // SAFETY: the driver's vkGetDeviceProcAddr, stored when the instance was loaded.
     let gdpa = unsafe {
         std::mem::transmute::<usize, vk::PFN_vkGetDeviceProcAddr>(h.gdpa.load(Ordering::Acquire))
     };
     // SAFETY: the caller's arguments, passed on unchanged.
     let real = unsafe { gdpa(device, name) };
-    if real.is_none() {
-        return None;
-    }
+    real?;
     // SAFETY: `name` is a NUL-terminated string (the caller's).
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
     if name == b"vkDestroyDevice" {
@@ -354,14 +350,10 @@ unsafe extern "system" fn get_instance_proc_addr(
     instance: vk::Instance,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let Some(gipa) = REAL_GIPA.get() else {
-        return None;
-    };
+    let gipa = REAL_GIPA.get()?;
     // SAFETY: the loader's vkGetInstanceProcAddr with the caller's arguments.
     let real = unsafe { gipa(instance, name) };
-    if real.is_none() {
-        return None;
-    }
+    real?;
     // SAFETY: `name` is a NUL-terminated string (the caller's).
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
     if instance == vk::Instance::null() {
