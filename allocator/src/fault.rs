@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 
@@ -208,6 +208,8 @@ pub(crate) struct Plan {
     faults: Vec<(usize, Fault)>,
     calls: Vec<AtomicU64>,
     injected: AtomicU64,
+    /// Validation messages given while the context's instance was torn down.
+    teardown: Mutex<Vec<String>>,
 }
 
 impl Plan {
@@ -216,7 +218,16 @@ impl Plan {
             faults: faults.into_iter().map(|f| (position(f.entry), f)).collect(),
             calls: ENTRY_POINTS.iter().map(|_| AtomicU64::new(0)).collect(),
             injected: AtomicU64::new(0),
+            teardown: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps the messages left when the context's instance is destroyed.
+    pub(crate) fn torn_down(&self, messages: Vec<String>) {
+        self.teardown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(messages);
     }
 
     /// Counts a call of entry point `entry`; the result to return instead of
@@ -279,6 +290,17 @@ pub fn injected() -> u64 {
             .last
             .as_ref()
             .map_or(0, |p| p.injected.load(Ordering::Relaxed))
+    })
+}
+
+/// Validation messages of the last context created on this thread that were
+/// left when its instance was destroyed (leaked objects, among others); empty
+/// while it is open. A failed creation counts as a context here.
+pub fn teardown_messages() -> Vec<String> {
+    STATE.with(|s| {
+        s.borrow().last.as_ref().map_or_else(Vec::new, |p| {
+            p.teardown.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        })
     })
 }
 

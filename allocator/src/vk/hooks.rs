@@ -92,6 +92,11 @@ pub(crate) fn creating<T>(plan: Arc<Plan>, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The plan of the context being created on this thread, if any.
+pub(crate) fn creating_plan() -> Option<Arc<Plan>> {
+    CREATING.with(|c| c.borrow().clone())
+}
+
 /// The dispatch key of a dispatchable handle.
 fn key(handle: u64) -> usize {
     if handle == 0 {
@@ -133,7 +138,7 @@ fn addr(p: vk::PFN_vkVoidFunction) -> usize {
 
 /// Wrappers of functions called with a dispatchable handle first.
 macro_rules! dispatched {
-    ($($name:ident($first:ident: $ft:ty $(, $a:ident: $t:ty)*);)*) => {
+    ($($name:ident($first:ident: $ft:ty $(, $a:ident: $t:ty)*) $(=> $failed:block)?;)*) => {
         $(
             #[allow(non_snake_case)]
             unsafe extern "system" fn $name($first: $ft $(, $a: $t)*) -> vk::Result {
@@ -142,6 +147,7 @@ macro_rules! dispatched {
                     return vk::Result::ERROR_INITIALIZATION_FAILED;
                 };
                 if let Some(r) = h.plan.call(I) {
+                    $($failed)?
                     return r;
                 }
                 type Pfn = unsafe extern "system" fn($ft $(, $t)*) -> vk::Result;
@@ -191,7 +197,13 @@ dispatched! {
     vkCreateShaderModule(device: vk::Device, info: *const vk::ShaderModuleCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::ShaderModule);
     vkCreateDescriptorSetLayout(device: vk::Device, info: *const vk::DescriptorSetLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorSetLayout);
     vkCreatePipelineLayout(device: vk::Device, info: *const vk::PipelineLayoutCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::PipelineLayout);
-    vkCreateComputePipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::ComputePipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline);
+    vkCreateComputePipelines(device: vk::Device, cache: vk::PipelineCache, count: u32, infos: *const vk::ComputePipelineCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::Pipeline) => {
+        // As a driver does: a pipeline that failed is a null handle.
+        for i in 0..count as usize {
+            // SAFETY: the caller's array of `count` pipelines.
+            unsafe { *out.add(i) = vk::Pipeline::null() };
+        }
+    };
     vkCreateDescriptorPool(device: vk::Device, info: *const vk::DescriptorPoolCreateInfo<'_>, alloc: *const vk::AllocationCallbacks<'_>, out: *mut vk::DescriptorPool);
     vkAllocateDescriptorSets(device: vk::Device, info: *const vk::DescriptorSetAllocateInfo<'_>, out: *mut vk::DescriptorSet);
     vkGetMemoryHostPointerPropertiesEXT(device: vk::Device, handle: vk::ExternalMemoryHandleTypeFlags, ptr: *const c_void, out: *mut vk::MemoryHostPointerPropertiesEXT<'_>);
