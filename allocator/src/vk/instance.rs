@@ -101,6 +101,8 @@ unsafe extern "system" fn debug_callback(
 /// A Vulkan instance with its debug messenger; both destroyed on drop.
 pub(crate) struct Instance {
     pub(crate) raw: ash::Instance,
+    /// The validation layer is enabled.
+    pub(crate) validation: bool,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
     messages: Box<Messages>,
@@ -182,6 +184,7 @@ impl Instance {
         let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
         let mut instance = Instance {
             raw,
+            validation,
             debug: None,
             messages,
             #[cfg(feature = "fault-injection")]
