@@ -16,8 +16,9 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
-    /// The chunks of `role` (upload or readback), at least `n` of `size` bytes,
-    /// allocated from `allocator` where missing; locked until the guard drops.
+    /// The chunks of `role` (upload or readback), at least `n` of at least `size`
+    /// bytes, allocated from `allocator` where missing (smaller ones are freed);
+    /// locked until the guard drops.
     pub(crate) fn ring(
         &self,
         allocator: &Arc<Allocator>,
@@ -30,6 +31,8 @@ impl Staging {
             _ => &self.readback,
         };
         let mut slots = ring.lock().unwrap_or_else(|p| p.into_inner());
+        // Chunks too small for this copy's windows give way to larger ones.
+        slots.retain(|s| s.size() >= size);
         while slots.len() < n {
             slots.push(Arc::new(Region::allocate(allocator, role, size)?));
         }

@@ -79,11 +79,12 @@ impl<'a> Windows<'a> {
         }
     }
 
-    /// About how many windows `plan` takes (at least the number).
+    /// About how many windows `plan` takes: at least this many, for the ring's
+    /// size (more windows than chunks in the ring reuse the chunks in turn).
     fn estimate(plan: &CopyPlan, window: u64, max_pieces: usize) -> usize {
         let by_bytes = plan.bytes().div_ceil(window);
         let by_pieces = plan.chunks().div_ceil(max_pieces as u64);
-        (by_bytes + by_pieces) as usize
+        by_bytes.max(by_pieces) as usize
     }
 }
 
@@ -277,11 +278,14 @@ impl Context {
         }
     }
 
-    /// The ring of `role` with at least `n` chunks of [`CHUNK`] bytes.
-    fn ring(&self, role: Role, n: usize) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
+    /// The ring of `role` with at least `n` chunks that hold a window of
+    /// `window` bytes: a power of two from 1 MiB to [`CHUNK`], so that small
+    /// copies keep small chunks and growing copies reallocate them a few times.
+    fn ring(&self, role: Role, n: usize, window: u64) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
+        let size = window.next_power_of_two().clamp(1 << 20, CHUNK);
         self.inner
             .staging
-            .ring(&self.inner.allocator, role, n, CHUNK)
+            .ring(&self.inner.allocator, role, n, size)
     }
 
     /// Device to host through the readback ring: `plan` from `src` (buffer, byte
@@ -296,7 +300,7 @@ impl Context {
     ) -> Result<Option<u64>> {
         let window = window(plan.bytes());
         let windows = Windows::estimate(plan, window, self.max_pieces());
-        let slots = self.ring(Role::Readback, windows.min(LANES))?;
+        let slots = self.ring(Role::Readback, windows.min(LANES), window)?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let disjoint = plan.dst_disjoint();
@@ -358,7 +362,7 @@ impl Context {
     ) -> Result<Option<u64>> {
         let window = window(plan.bytes());
         let windows = Windows::estimate(plan, window, self.max_pieces());
-        let slots = self.ring(Role::Upload, windows.min(LANES))?;
+        let slots = self.ring(Role::Upload, windows.min(LANES), window)?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
