@@ -12,6 +12,7 @@ pub mod discover;
 pub mod error;
 pub mod exec;
 pub mod expectations;
+pub mod files;
 pub mod explain;
 pub mod names;
 pub mod outcome;
