@@ -907,9 +907,11 @@ fn tree(ops: &[Op]) -> (usize, u64) {
         let (pops, _) = op.arity();
         let base = slots.len().saturating_sub(pops);
         let kept = slots.last().copied().unwrap_or((0, 0));
-        let node = slots[base..].iter().fold((1usize, 1u64), |(d, n), &(cd, cn)| {
-            (d.max(cd + 1), n.saturating_add(cn))
-        });
+        let node = slots[base..]
+            .iter()
+            .fold((1usize, 1u64), |(d, n), &(cd, cn)| {
+                (d.max(cd + 1), n.saturating_add(cn))
+            });
         slots.truncate(base);
         slots.push(node);
         if let Op::CmpKeep(_) = op {

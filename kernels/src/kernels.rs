@@ -56,7 +56,10 @@ fn launch_wgsl(ctx: &Context, source: &str, args: &mut [Arg<'_>], groups: u64) -
 /// A generated kernel over `args`, one invocation per element.
 fn run(ctx: &Context, kernel: &Kernel<'_>, args: &mut [Arg<'_>]) -> Result<()> {
     if let Some(why) = kernel.index_overflow() {
-        return Err(Error::BadDimensions(format!("{}: {why}", args[0].buffer.name())));
+        return Err(Error::BadDimensions(format!(
+            "{}: {why}",
+            args[0].buffer.name()
+        )));
     }
     launch_wgsl(
         ctx,

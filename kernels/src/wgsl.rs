@@ -226,9 +226,12 @@ impl Kernel<'_> {
                 extent,
             } => operands.push((input, Some((*stride, *extent)))),
         }
-        operands.iter().position(|(op, extra)| last(op, *extra)).map(|b| {
-            format!("binding {b}: an element index past 2^32 - 1; kernels index in 32 bits")
-        })
+        operands
+            .iter()
+            .position(|(op, extra)| last(op, *extra))
+            .map(|b| {
+                format!("binding {b}: an element index past 2^32 - 1; kernels index in 32 bits")
+            })
     }
 
     /// Number of storage-buffer bindings (output first).
@@ -547,8 +550,16 @@ mod compile_tests {
     fn expressions_at_the_limits_compile() {
         let depth = crate::expr::MAX_WGSL_DEPTH;
         let chain = vec!["x"; depth].join(" + ");
-        let calls = format!("{}x{}", "clamp(".repeat(depth / 2 - 1), ", 0, 9)".repeat(depth / 2 - 1));
-        let logic = format!("{}x{}", "(1 if ".repeat(depth / 2 - 1), " else 2)".repeat(depth / 2 - 1));
+        let calls = format!(
+            "{}x{}",
+            "clamp(".repeat(depth / 2 - 1),
+            ", 0, 9)".repeat(depth / 2 - 1)
+        );
+        let logic = format!(
+            "{}x{}",
+            "(1 if ".repeat(depth / 2 - 1),
+            " else 2)".repeat(depth / 2 - 1)
+        );
         // A balanced sum of 2^11 terms: shallow, but large.
         fn wide(level: u32, i: &mut i32) -> String {
             if level == 0 {
@@ -595,9 +606,89 @@ mod compile_tests {
     /// A naga error is one line without the shader's text.
     #[test]
     fn compile_errors_do_not_quote_the_shader() {
-        let src = format!("fn main() {{ let a = {}; }}\n// {}", "(".repeat(300), "z".repeat(5000));
+        let src = format!(
+            "fn main() {{ let a = {}; }}\n// {}",
+            "(".repeat(300),
+            "z".repeat(5000)
+        );
         let e = compile(&src, all_caps()).unwrap_err().to_string();
         assert!(e.len() < 500, "{e}");
         assert!(!e.contains('\n') && !e.contains("zzz"), "{e}");
+    }
+
+    /// Fuzzing of expressions, bounded: random expressions from the grammar's
+    /// pieces either fail to parse with an offset inside the text, or evaluate
+    /// on the host without a panic and, when `check_wgsl` passes, compile with
+    /// naga in a fill kernel. Fixed seed; `FUZZ_CASES` inputs (default 20 000).
+    #[test]
+    fn fuzz_expressions_compile_when_checked() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        let cases = std::env::var("FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
+        let config = Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let leaf = prop_oneof![
+            prop::sample::select(&["x", "y", "z", "d5", "0", "1", "-7", "0xff", "2147483648"][..])
+                .prop_map(str::to_owned),
+            any::<i32>().prop_map(|v| v.to_string()),
+        ];
+        let expr = leaf.prop_recursive(8, 64, 3, |inner| {
+            let bin = prop::sample::select(
+                &["+", "-", "*", "/", "%", "<", "<=", "==", "!=", "and", "or"][..],
+            );
+            prop_oneof![
+                (inner.clone(), bin, inner.clone()).prop_map(|(a, o, b)| format!("{a} {o} {b}")),
+                inner.clone().prop_map(|a| format!("({a})")),
+                inner.clone().prop_map(|a| format!("-{a}")),
+                inner.clone().prop_map(|a| format!("not {a}")),
+                inner.clone().prop_map(|a| format!("abs({a})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("min({a}, {b})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("clamp({a}, {b}, {c})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("{a} if {b} else {c}")),
+                (inner.clone(), inner.clone(), inner)
+                    .prop_map(|(a, b, c)| format!("{a} < {b} < {c}")),
+                Just("x +".to_owned()),
+                Just("(x".to_owned()),
+            ]
+        });
+        let compiled = std::cell::Cell::new(0);
+        runner
+            .run(&expr, |src| {
+                let value = match Expr::parse(&src) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        prop_assert!(e.offset <= src.len(), "{src}: {e}");
+                        return Ok(());
+                    }
+                };
+                let _ = value.eval(&[3, -5, 7]);
+                if value.check_wgsl().is_ok() {
+                    let k = Kernel {
+                        elem: ElemType::I16,
+                        extents: vec![3, 2],
+                        out: op(0, &[1, 3]),
+                        body: Body::Fill {
+                            value: &value,
+                            mins: vec![-1, 4],
+                        },
+                    };
+                    let r = compile(&k.source(), all_caps());
+                    prop_assert!(r.is_ok(), "{src}: {:?}", r.err());
+                    compiled.set(compiled.get() + 1);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(compiled.get() > 0);
     }
 }

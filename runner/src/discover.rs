@@ -156,7 +156,10 @@ mod tests {
 
         std::os::unix::fs::symlink("..", root.join("a/loop")).unwrap();
         let e = case_files(&root).unwrap_err();
-        assert!(e.contains("a/loop is folder") && e.contains("symbolic link loop"), "{e}");
+        assert!(
+            e.contains("a/loop is folder") && e.contains("symbolic link loop"),
+            "{e}"
+        );
         std::fs::remove_file(root.join("a/loop")).unwrap();
 
         std::fs::write(root.join("a::one.yaml"), "about: x").unwrap();

@@ -99,13 +99,15 @@ fn plain_words(e: &serde_saphyr::Error, message: String) -> String {
     if let serde_saphyr::Error::Budget { breach, .. } = e {
         use serde_saphyr::budget::BudgetBreach as B;
         return match breach {
-            B::Depth { depth } => format!(
-                "the file nests {depth} levels deep; the YAML reader stops there"
-            ),
+            B::Depth { depth } => {
+                format!("the file nests {depth} levels deep; the YAML reader stops there")
+            }
             B::ScalarBytes { total_scalar_bytes } => format!(
                 "the file holds {total_scalar_bytes} bytes of values; the YAML reader stops there"
             ),
-            B::Aliases { .. } | B::AliasAnchorRatio { .. } | B::RecordedAnchorEvents { .. }
+            B::Aliases { .. }
+            | B::AliasAnchorRatio { .. }
+            | B::RecordedAnchorEvents { .. }
             | B::RecordedAnchorBytes { .. } => {
                 "the file repeats anchors (`*name`) too often; the YAML reader stops there".into()
             }
@@ -113,7 +115,10 @@ fn plain_words(e: &serde_saphyr::Error, message: String) -> String {
         };
     }
     if let Some(rest) = message.strip_prefix("duplicate mapping key: ") {
-        let key = rest.split(", set DuplicateKeyPolicy").next().unwrap_or(rest);
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
         return format!("`{key}` is written twice in one mapping");
     }
     if let Some(ty) = message.strip_prefix("invalid ") {

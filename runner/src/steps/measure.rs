@@ -151,11 +151,7 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
         Timed::CopyToDevice(b) => ("copy_to_device", *b),
         Timed::DeviceToDevice { from, .. } => ("from", *from),
     };
-    if p.slots[slot]
-        .dims
-        .iter()
-        .any(|d| d.extent == 0)
-    {
+    if p.slots[slot].dims.iter().any(|d| d.extent == 0) {
         return Err(p.err(format!(
             "field {field}: {} has no elements; there are no bytes to time",
             p.slots[slot].name

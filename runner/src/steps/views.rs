@@ -213,7 +213,12 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
 /// Checks that the box `min`..`min + extent` lies in slot `f`'s box.
 fn check_crop(p: &Planner, f: usize, min: &[i64], extent: &[i64]) -> Result<(), CaseError> {
     let name = &p.slots[f].name;
-    for (d, (dim, (&m, &e))) in p.slots[f].dims.iter().zip(min.iter().zip(extent)).enumerate() {
+    for (d, (dim, (&m, &e))) in p.slots[f]
+        .dims
+        .iter()
+        .zip(min.iter().zip(extent))
+        .enumerate()
+    {
         if e < 0 {
             return Err(p.err(format!("field extent: {e} in dimension {d} is negative")));
         }
