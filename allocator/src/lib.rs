@@ -139,6 +139,6 @@ pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
 pub use runtime::raw_copy::RawCopy;
 pub use stats::{Counter, LeakReport, Placement, Stats};
-pub use types::{CopyPath, Dim, ElemType, Value, MAX_DIMS};
+pub use types::{box_text, CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};
 pub use vk::region::Region;

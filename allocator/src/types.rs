@@ -170,6 +170,16 @@ pub struct Dim {
     pub stride: i64,
 }
 
+/// The box of `dims` for messages: `[0..8, 2..6]`, each dimension's
+/// `min..min + extent`, innermost first.
+pub fn box_text(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .map(|d| format!("{}..{}", d.min, d.min.saturating_add(d.extent)))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
 /// Dense strides (first dimension innermost) for `extents`.
 pub fn dense_dims(extents: &[i64]) -> Vec<Dim> {
     let mut stride = 1;

@@ -76,6 +76,11 @@
 //! `not`s and unary minuses are loops and may be any length. An expression may
 //! not expand to more than 2^20 operations in WGSL, where chained comparisons
 //! repeat their middle operand.
+//!
+//! A device kernel takes less ([`Expr::check_wgsl`]): at most
+//! [`MAX_WGSL_DEPTH`] operations deep, each link of a chain such as
+//! `x + x + x` counting one, and at most [`MAX_WGSL_OPS`] operations once
+//! expanded, so that the WGSL stays well inside naga's limits.
 
 use std::fmt;
 use std::str::FromStr;
@@ -90,6 +95,16 @@ const MAX_NESTING: usize = 256;
 /// Operations an expression may expand to once chained comparisons repeat
 /// their middle operands, as they do in WGSL. Only hostile input gets close.
 const MAX_EXPANDED: u64 = 1 << 20;
+
+/// Deepest an expression of a device kernel may nest, in operations.
+pub const MAX_WGSL_DEPTH: usize = 64;
+
+/// Most operations an expression of a device kernel may expand to.
+pub const MAX_WGSL_OPS: u64 = 1 << 14;
+
+/// Deepest parenthesis nesting of the WGSL of an expression: naga's parser
+/// stops at 200 levels of expressions and statements together.
+const MAX_WGSL_PARENS: usize = 150;
 
 /// Stack slots evaluation keeps on the native stack; deeper expressions use
 /// the heap.
@@ -505,6 +520,46 @@ impl Expr {
         pop(&mut stack).into_int().operand()
     }
 
+    /// Checks that the expression fits a device kernel: at most
+    /// [`MAX_WGSL_DEPTH`] operations deep and [`MAX_WGSL_OPS`] operations
+    /// expanded. Without this check, [`Expr::to_wgsl`] of a deep expression
+    /// gives WGSL that naga rejects.
+    pub fn check_wgsl(&self) -> Result<(), String> {
+        let (depth, expanded) = tree(&self.ops);
+        if depth > MAX_WGSL_DEPTH {
+            return Err(format!(
+                "nests {depth} operations deep (each link of a chain such as x + x + x counts \
+                 one); a device kernel takes at most {MAX_WGSL_DEPTH}"
+            ));
+        }
+        if expanded > MAX_WGSL_OPS {
+            return Err(format!(
+                "{expanded} operations once chained comparisons are expanded; a device kernel \
+                 takes at most {MAX_WGSL_OPS}"
+            ));
+        }
+        let text = self.to_wgsl(&|d| format!("c{d}"));
+        let parens = text
+            .bytes()
+            .scan(0usize, |open, b| {
+                match b {
+                    b'(' => *open += 1,
+                    b')' => *open = open.saturating_sub(1),
+                    _ => {}
+                }
+                Some(*open)
+            })
+            .max()
+            .unwrap_or(0);
+        if parens > MAX_WGSL_PARENS {
+            return Err(format!(
+                "nests {parens} parentheses deep once written as WGSL; a device kernel takes \
+                 at most {MAX_WGSL_PARENS} (fewer nested comparisons, clamps or conditions)"
+            ));
+        }
+        Ok(())
+    }
+
     /// WGSL functions [`Expr::to_wgsl`] calls: `hl_div` and `hl_mod`, Halide's
     /// division and modulo on `i32`.
     pub fn wgsl_prelude() -> &'static str {
@@ -841,6 +896,29 @@ fn measure(ops: &[Op]) -> (usize, u64) {
         depth = depth.max(sizes.len());
     }
     (depth, sizes.first().copied().unwrap_or(0))
+}
+
+/// The depth of the tree of `ops` in operations, and its size with chained
+/// comparisons expanded.
+fn tree(ops: &[Op]) -> (usize, u64) {
+    // (depth, size) per stack slot.
+    let mut slots: Vec<(usize, u64)> = Vec::new();
+    for &op in ops {
+        let (pops, _) = op.arity();
+        let base = slots.len().saturating_sub(pops);
+        let kept = slots.last().copied().unwrap_or((0, 0));
+        let node = slots[base..]
+            .iter()
+            .fold((1usize, 1u64), |(d, n), &(cd, cn)| {
+                (d.max(cd + 1), n.saturating_add(cn))
+            });
+        slots.truncate(base);
+        slots.push(node);
+        if let Op::CmpKeep(_) = op {
+            slots.push(kept);
+        }
+    }
+    slots.first().copied().unwrap_or((0, 0))
 }
 
 /// A piece of WGSL under construction.

@@ -28,7 +28,7 @@
 //! Kernel calls are synchronous, as dispatches are; pipelines live in the
 //! context's cache until [`Context::release_pipelines`] or the context goes.
 
-use vkcopy::{Arg, Buffer, Context, Dim, ElemType, Error, Result, Shader};
+use vkcopy::{box_text, Arg, Buffer, Context, Dim, ElemType, Error, Result, Shader};
 
 use crate::compile::{capabilities, compile};
 use crate::expr::Expr;
@@ -53,13 +53,19 @@ fn launch_wgsl(ctx: &Context, source: &str, args: &mut [Arg<'_>], groups: u64) -
     )
 }
 
-/// Generated WGSL over `elements` elements.
-fn run(ctx: &Context, source: &str, args: &mut [Arg<'_>], elements: u64) -> Result<()> {
+/// A generated kernel over `args`, one invocation per element.
+fn run(ctx: &Context, kernel: &Kernel<'_>, args: &mut [Arg<'_>]) -> Result<()> {
+    if let Some(why) = kernel.index_overflow() {
+        return Err(Error::BadDimensions(format!(
+            "{}: {why}",
+            args[0].buffer.name()
+        )));
+    }
     launch_wgsl(
         ctx,
-        source,
+        &kernel.source(),
         args,
-        elements.div_ceil(u64::from(WORKGROUP_SIZE)),
+        kernel.elements().div_ceil(u64::from(WORKGROUP_SIZE)),
     )
 }
 
@@ -74,7 +80,7 @@ pub trait Kernels {
     /// Errors when the device cannot run kernels on `elem`.
     fn kernel_supports(&self, elem: ElemType) -> Result<()>;
     /// `out(c) = value(c)` for every element `c` of `out`'s box, written through its
-    /// strides and view offset. Allocates device memory when `out` has none; `out`
+    /// strides and view offset; `value` must pass [`Expr::check_wgsl`]. Allocates device memory when `out` has none; `out`
     /// ends device-dirty and not host-dirty.
     fn kernel_fill(&self, out: &mut Buffer, value: &Expr) -> Result<()>;
     /// `out = sum(inputs) + constant`, element-wise over `out`'s box; each input is
@@ -136,6 +142,9 @@ impl Kernels for Context {
 
     fn kernel_fill(&self, out: &mut Buffer, value: &Expr) -> Result<()> {
         self.kernel_supports(out.elem())?;
+        value.check_wgsl().map_err(|why| {
+            Error::KernelCompileFailed(format!("{}: the value {why}", out.name()))
+        })?;
         let n = elements(out)?;
         self.device_malloc(out)?;
         if n > 0 {
@@ -152,7 +161,7 @@ impl Kernels for Context {
                     mins: out.dims().iter().map(|d| d.min).collect(),
                 },
             };
-            run(self, &kernel.source(), &mut [Arg::write(out)], n)?;
+            run(self, &kernel, &mut [Arg::write(out)])?;
         } else {
             written(out);
         }
@@ -188,11 +197,11 @@ impl Kernels for Context {
             }
             if n > 0 && !contains(input.dims(), out.dims()) {
                 return Err(Error::IncompatibleBuffers(format!(
-                    "kernel_add: input {} ({:?}) does not contain the box of output {} ({:?})",
+                    "kernel_add: input {} {} does not contain the box of output {} {}",
                     input.name(),
-                    input.dims(),
+                    box_text(input.dims()),
                     out.name(),
-                    out.dims()
+                    box_text(out.dims())
                 )));
             }
         }
@@ -247,7 +256,7 @@ impl Kernels for Context {
                     Arg::write(out)
                 }];
                 args.extend(inputs[range].iter_mut().map(|b| Arg::read(b)));
-                run(self, &kernel.source(), &mut args, n)?;
+                run(self, &kernel, &mut args)?;
             }
         } else {
             written(out);
@@ -287,11 +296,11 @@ impl Kernels for Context {
         let n = elements(out)?;
         if n > 0 && !contains(&rest, out.dims()) {
             return Err(Error::IncompatibleBuffers(format!(
-                "kernel_sum: output {} ({:?}) is not inside {} without dimension {dim} ({:?})",
+                "kernel_sum: output {} {} is not inside {} without dimension {dim} {}",
                 out.name(),
-                out.dims(),
+                box_text(out.dims()),
                 input.name(),
-                rest
+                box_text(&rest)
             )));
         }
         if reduced.extent as u64 > u64::from(u32::MAX) {
@@ -327,12 +336,7 @@ impl Kernels for Context {
                     extent: reduced.extent as u64,
                 },
             };
-            run(
-                self,
-                &kernel.source(),
-                &mut [Arg::write(out), Arg::read(input)],
-                n,
-            )?;
+            run(self, &kernel, &mut [Arg::write(out), Arg::read(input)])?;
         } else {
             written(out);
         }

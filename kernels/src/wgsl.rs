@@ -7,8 +7,10 @@
 //! `base + sum(k[d] * stride[d])`, where `base` holds the view's element offset
 //! in the bound range (and, for inputs, the offset of the output's mins in the
 //! input's box). All index arithmetic is `u32`: the caller checks that every
-//! bound range fits `maxStorageBufferRange` (at most 2^32 - 1 bytes), so no
-//! index overflows.
+//! bound range fits `maxStorageBufferRange` (at most 2^32 - 1 bytes), and a
+//! dimension of extent 1 adds no term, so a stride of any size (one that
+//! only such a dimension can have in a bound range) is never written; no index
+//! overflows ([`Kernel::index_overflow`] checks it before a kernel is made).
 //!
 //! Element types and their WGSL storage:
 //!
@@ -149,10 +151,14 @@ fn from_i32(elem: ElemType, e: &str) -> String {
     }
 }
 
-/// `base + sum(k[d] * stride[d])` as WGSL `u32`.
-fn index(op: &Operand) -> String {
+/// `base + sum(k[d] * stride[d])` as WGSL `u32`; dimensions of extent 1 (where
+/// `k[d]` is 0) add nothing.
+fn index(op: &Operand, extents: &[u64]) -> String {
     let mut s = format!("{}u", op.base);
     for (d, &stride) in op.strides.iter().enumerate() {
+        if extents.get(d).is_some_and(|&e| e <= 1) {
+            continue;
+        }
         match stride {
             0 => {}
             1 => {
@@ -194,6 +200,38 @@ impl Kernel<'_> {
     /// The number of elements the kernel runs over.
     pub(crate) fn elements(&self) -> u64 {
         self.extents.iter().product()
+    }
+
+    /// Why an element index of an operand would not fit the kernel's `u32`
+    /// arithmetic, if one would: its last element lies past 2^32 - 1.
+    pub(crate) fn index_overflow(&self) -> Option<String> {
+        let last = |op: &Operand, extra: Option<(u64, u64)>| {
+            let span = op
+                .strides
+                .iter()
+                .zip(&self.extents)
+                .chain(extra.as_ref().map(|(s, e)| (s, e)))
+                .try_fold(op.base, |acc, (&s, &e)| {
+                    acc.checked_add(s.checked_mul(e.saturating_sub(1))?)
+                });
+            span.filter(|&l| l <= u64::from(u32::MAX)).is_none()
+        };
+        let mut operands = vec![(&self.out, None)];
+        match &self.body {
+            Body::Fill { .. } => {}
+            Body::Add { inputs, .. } => operands.extend(inputs.iter().map(|i| (i, None))),
+            Body::Sum {
+                input,
+                stride,
+                extent,
+            } => operands.push((input, Some((*stride, *extent)))),
+        }
+        operands
+            .iter()
+            .position(|(op, extra)| last(op, *extra))
+            .map(|b| {
+                format!("binding {b}: an element index past 2^32 - 1; kernels index in 32 bits")
+            })
     }
 
     /// Number of storage-buffer bindings (output first).
@@ -249,7 +287,7 @@ impl Kernel<'_> {
                 let _ = writeln!(s, "        let k{d} = r;");
             }
         }
-        let _ = writeln!(s, "        let o = {};", index(&self.out));
+        let _ = writeln!(s, "        let o = {};", index(&self.out, &self.extents));
         // The value, as `v`, given the current output value `cur` where needed.
         let mut reads_out = false;
         let value = match &self.body {
@@ -275,7 +313,7 @@ impl Kernel<'_> {
                 let mut terms = Vec::new();
                 for (j, input) in inputs.iter().enumerate() {
                     let b = j + 1;
-                    let _ = writeln!(s, "        let o{b} = {};", index(input));
+                    let _ = writeln!(s, "        let o{b} = {};", index(input, &self.extents));
                     terms.push(load(elem, &format!("b{b}"), &format!("o{b}")));
                 }
                 if *read_out {
@@ -292,8 +330,10 @@ impl Kernel<'_> {
                 stride,
                 extent,
             } => {
-                let _ = writeln!(s, "        let o1 = {};", index(input));
+                let _ = writeln!(s, "        let o1 = {};", index(input, &self.extents));
                 let _ = writeln!(s, "        var acc: {t} = {};", literal(elem, 0));
+                // Over one element, j is 0: a stride of any size is not written.
+                let stride = if *extent <= 1 { 0 } else { *stride };
                 let _ = writeln!(
                     s,
                     "        for (var j = 0u; j < {extent}u; j = j + 1u) {{\n\
@@ -464,5 +504,191 @@ mod compile_tests {
         };
         let e = compile(&k.source(), naga::valid::Capabilities::empty()).unwrap_err();
         assert_eq!(e.name(), "kernel_compile_failed");
+    }
+
+    /// A dimension of extent 1 may have a stride past `u32` (a view that steps
+    /// nowhere in it): it is not written into the shader.
+    #[test]
+    fn strides_past_u32_of_single_elements_compile() {
+        let huge = 1u64 << 33;
+        for elem in [ElemType::I32, ElemType::U8] {
+            let k = Kernel {
+                elem,
+                extents: vec![4, 1],
+                out: op(7, &[1, huge]),
+                body: Body::Sum {
+                    input: op(0, &[2, huge + 1]),
+                    stride: huge,
+                    extent: 1,
+                },
+            };
+            assert_eq!(k.index_overflow(), None);
+            let src = k.source();
+            assert!(!src.contains(&huge.to_string()), "{src}");
+            compile(&src, all_caps()).unwrap();
+        }
+        // Past 2^32 - 1 in a dimension that is walked: refused, not compiled.
+        let k = Kernel {
+            elem: ElemType::I32,
+            extents: vec![2],
+            out: op(0, &[huge]),
+            body: Body::Add {
+                inputs: vec![],
+                read_out: true,
+                constant: 1,
+            },
+        };
+        assert_eq!(
+            k.index_overflow().as_deref(),
+            Some("binding 0: an element index past 2^32 - 1; kernels index in 32 bits")
+        );
+    }
+
+    /// The deepest and largest expressions that `check_wgsl` lets through
+    /// compile in the kernel that nests them deepest (an 8-bit output).
+    #[test]
+    fn expressions_at_the_limits_compile() {
+        let depth = crate::expr::MAX_WGSL_DEPTH;
+        let chain = vec!["x"; depth].join(" + ");
+        let calls = format!(
+            "{}x{}",
+            "clamp(".repeat(depth / 2 - 1),
+            ", 0, 9)".repeat(depth / 2 - 1)
+        );
+        let logic = format!(
+            "{}x{}",
+            "(1 if ".repeat(depth / 2 - 1),
+            " else 2)".repeat(depth / 2 - 1)
+        );
+        // A balanced sum of 2^11 terms: shallow, but large.
+        fn wide(level: u32, i: &mut i32) -> String {
+            if level == 0 {
+                *i += 1;
+                return format!("min(x, {i})");
+            }
+            format!("({} + {})", wide(level - 1, i), wide(level - 1, i))
+        }
+        let wide = wide(11, &mut 0);
+        let mut compiled = 0;
+        for src in [chain, calls, logic, wide] {
+            let value = Expr::parse(&src).unwrap();
+            if let Err(e) = value.check_wgsl() {
+                // Only the parenthesis bound may refuse an expression within the depth.
+                assert!(e.contains("parentheses"), "{}: {e}", &src[..80]);
+                continue;
+            }
+            for elem in [ElemType::U8, ElemType::F64] {
+                let k = Kernel {
+                    elem,
+                    extents: vec![4, 4],
+                    out: op(0, &[1, 4]),
+                    body: Body::Fill {
+                        value: &value,
+                        mins: vec![0, 0],
+                    },
+                };
+                if let Err(e) = compile(&k.source(), all_caps()) {
+                    panic!("{elem} {}: {e}", &src[..80]);
+                }
+            }
+            compiled += 1;
+        }
+        assert_eq!(compiled, 4);
+        // One more level is refused with a reason, never handed to naga.
+        let chain = Expr::parse(&vec!["x"; 197].join("+")).unwrap();
+        assert_eq!(
+            chain.check_wgsl().unwrap_err(),
+            "nests 197 operations deep (each link of a chain such as x + x + x counts one); \
+             a device kernel takes at most 64"
+        );
+    }
+
+    /// A naga error is one line without the shader's text.
+    #[test]
+    fn compile_errors_do_not_quote_the_shader() {
+        let src = format!(
+            "fn main() {{ let a = {}; }}\n// {}",
+            "(".repeat(300),
+            "z".repeat(5000)
+        );
+        let e = compile(&src, all_caps()).unwrap_err().to_string();
+        assert!(e.len() < 500, "{e}");
+        assert!(!e.contains('\n') && !e.contains("zzz"), "{e}");
+    }
+
+    /// Fuzzing of expressions, bounded: random expressions from the grammar's
+    /// pieces either fail to parse with an offset inside the text, or evaluate
+    /// on the host without a panic and, when `check_wgsl` passes, compile with
+    /// naga in a fill kernel. Fixed seed; `FUZZ_CASES` inputs (default 20 000).
+    #[test]
+    fn fuzz_expressions_compile_when_checked() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        let cases = std::env::var("FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
+        let config = Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let leaf = prop_oneof![
+            prop::sample::select(&["x", "y", "z", "d5", "0", "1", "-7", "0xff", "2147483648"][..])
+                .prop_map(str::to_owned),
+            any::<i32>().prop_map(|v| v.to_string()),
+        ];
+        let expr = leaf.prop_recursive(8, 64, 3, |inner| {
+            let bin = prop::sample::select(
+                &["+", "-", "*", "/", "%", "<", "<=", "==", "!=", "and", "or"][..],
+            );
+            prop_oneof![
+                (inner.clone(), bin, inner.clone()).prop_map(|(a, o, b)| format!("{a} {o} {b}")),
+                inner.clone().prop_map(|a| format!("({a})")),
+                inner.clone().prop_map(|a| format!("-{a}")),
+                inner.clone().prop_map(|a| format!("not {a}")),
+                inner.clone().prop_map(|a| format!("abs({a})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("min({a}, {b})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("clamp({a}, {b}, {c})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(a, b, c)| format!("{a} if {b} else {c}")),
+                (inner.clone(), inner.clone(), inner)
+                    .prop_map(|(a, b, c)| format!("{a} < {b} < {c}")),
+                Just("x +".to_owned()),
+                Just("(x".to_owned()),
+            ]
+        });
+        let compiled = std::cell::Cell::new(0);
+        runner
+            .run(&expr, |src| {
+                let value = match Expr::parse(&src) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        prop_assert!(e.offset <= src.len(), "{src}: {e}");
+                        return Ok(());
+                    }
+                };
+                let _ = value.eval(&[3, -5, 7]);
+                if value.check_wgsl().is_ok() {
+                    let k = Kernel {
+                        elem: ElemType::I16,
+                        extents: vec![3, 2],
+                        out: op(0, &[1, 3]),
+                        body: Body::Fill {
+                            value: &value,
+                            mins: vec![-1, 4],
+                        },
+                    };
+                    let r = compile(&k.source(), all_caps());
+                    prop_assert!(r.is_ok(), "{src}: {:?}", r.err());
+                    compiled.set(compiled.get() + 1);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(compiled.get() > 0);
     }
 }

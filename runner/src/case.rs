@@ -60,7 +60,7 @@ pub struct Requires {
     /// virtual-gpu, other, gpu (integrated or discrete), any. Default: any.
     #[serde(default)]
     #[schemars(with = "Vec<DeviceTypeName>")]
-    pub device_types: Vec<String>,
+    pub device_types: Vec<Spanned<String>>,
 }
 
 /// A buffer declaration.

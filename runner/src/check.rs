@@ -69,7 +69,7 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| !p.is_dir() && p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     out.sort();
     out
@@ -80,7 +80,7 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 /// `../reports/expectations/`; a file is a table in a `devices/` folder, an
 /// expectations file in an `expectations/` folder, else a case.
 fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String> {
-    if path.is_file() {
+    if path.exists() && !path.is_dir() {
         let kind = if parent_named(path, "devices") {
             Kind::Table
         } else if parent_named(path, "expectations") {
@@ -128,6 +128,16 @@ fn misnamed(paths: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
+/// Reads a recorded table as the suite does: a regular file of bounded size,
+/// without YAML tags.
+fn read_table(path: &Path) -> Result<(), String> {
+    let src = crate::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::error::refuse_tags(path, &src).map_err(|e| e.to_string())?;
+    MemoryTable::from_yaml_str(&src, &path.display().to_string())
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// Checks `paths` (the default cases folder when empty).
 pub fn check(paths: &[PathBuf]) -> Checked {
     let default = [cases_root()];
@@ -154,9 +164,7 @@ pub fn check(paths: &[PathBuf]) -> Checked {
             }
             Kind::Table => {
                 checked.tables += 1;
-                MemoryTable::from_yaml_file(path)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                read_table(path)
             }
             Kind::Expectations => {
                 checked.expectations += 1;

@@ -1,6 +1,7 @@
 //! Finds case files: every `*.yaml` below the cases folder except the recorded
 //! memory tables in `devices/`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The `cases/` folder: `VKCOPY_CASES` if set, else the one in this repository.
@@ -13,41 +14,98 @@ pub fn cases_root() -> PathBuf {
     }
 }
 
-/// Case files below `root`, sorted by path.
+/// Case files below `root`, sorted by path: every `*.yaml` that is not a folder
+/// (a pipe or other non-file is listed, and loading it says what it is).
+/// Symbolic links are followed, but a folder reached twice (a link loop, or two
+/// links to one folder) is an error, and so are two files with one case name
+/// (`a::b.yaml` and `a/b.yaml`).
 pub fn case_files(root: &Path) -> Result<Vec<PathBuf>, String> {
-    if !root.is_dir() {
-        return Err(format!("{} is not a folder", root.display()));
-    }
-    // The root is taken literally: brackets in a folder name are not a glob.
-    let pattern = format!(
-        "{}/**/*.yaml",
-        glob::Pattern::escape(&root.to_string_lossy())
-    );
-    let devices = root.join("devices");
-    let mut out = Vec::new();
-    for entry in glob::glob(&pattern).map_err(|e| format!("{pattern}: {e}"))? {
-        let path = entry.map_err(|e| e.to_string())?;
-        if !path.starts_with(&devices) {
-            out.push(path);
+    let found = walk(root)?;
+    let mut names: BTreeMap<String, &PathBuf> = BTreeMap::new();
+    for path in &found.yaml {
+        if let Some(first) = names.insert(crate::plan::case_name(root, path), path) {
+            return Err(format!(
+                "{} and {} are both case {}; rename one",
+                first.display(),
+                path.display(),
+                crate::plan::case_name(root, path)
+            ));
         }
     }
-    out.sort();
-    Ok(out)
+    Ok(found.yaml)
 }
 
 /// Files below `root` that look like cases but are not read: `*.yml`.
 pub fn misnamed_files(root: &Path) -> Vec<PathBuf> {
-    let pattern = format!(
-        "{}/**/*.yml",
-        glob::Pattern::escape(&root.to_string_lossy())
-    );
-    let mut out: Vec<PathBuf> = glob::glob(&pattern)
-        .into_iter()
-        .flatten()
-        .flatten()
+    walk(root).map(|f| f.yml).unwrap_or_default()
+}
+
+/// What a walk of a cases folder finds, each list sorted.
+#[derive(Default)]
+struct Found {
+    yaml: Vec<PathBuf>,
+    yml: Vec<PathBuf>,
+}
+
+fn walk(root: &Path) -> Result<Found, String> {
+    if !root.is_dir() {
+        return Err(format!("{} is not a folder", root.display()));
+    }
+    let devices = root.join("devices").canonicalize().ok();
+    let mut seen = BTreeMap::new();
+    let mut found = Found::default();
+    visit(root, devices.as_deref(), &mut seen, &mut found)?;
+    found.yaml.sort();
+    found.yml.sort();
+    Ok(found)
+}
+
+/// Most folders a cases folder may hold: a guard for a walk that cannot end.
+const MAX_FOLDERS: usize = 10_000;
+
+fn visit(
+    dir: &Path,
+    devices: Option<&Path>,
+    seen: &mut BTreeMap<PathBuf, PathBuf>,
+    found: &mut Found,
+) -> Result<(), String> {
+    let real = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    if Some(real.as_path()) == devices {
+        return Ok(());
+    }
+    if let Some(first) = seen.get(&real) {
+        return Err(format!(
+            "{} is folder {} again (a symbolic link loop, or a second link to it); \
+             the suite reads each folder once: remove the link",
+            dir.display(),
+            first.display()
+        ));
+    }
+    if seen.len() >= MAX_FOLDERS {
+        return Err(format!(
+            "more than {MAX_FOLDERS} folders below the cases folder"
+        ));
+    }
+    seen.insert(real, dir.to_owned());
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
-    out.sort();
-    out
+    entries.sort();
+    for path in entries {
+        // Follows links; a dangling link is listed if named like a case.
+        let is_dir = std::fs::metadata(&path).is_ok_and(|m| m.is_dir());
+        if is_dir {
+            visit(&path, devices, seen, found)?;
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            found.yaml.push(path);
+        } else if path.extension().is_some_and(|e| e == "yml") {
+            found.yml.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Whether `name` (`halide::device_crop`) matches a glob such as `halide::*` or
@@ -79,6 +137,44 @@ mod tests {
         assert!(!files
             .iter()
             .any(|p| p.components().any(|c| c.as_os_str() == "devices")));
+    }
+
+    /// A link loop, a pipe and two files of one name, in a folder of their own.
+    #[cfg(unix)]
+    #[test]
+    fn loops_pipes_and_twin_names() {
+        let root = std::env::temp_dir().join(format!("vkcopy-discover-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::create_dir_all(root.join("devices")).unwrap();
+        std::fs::write(root.join("a/one.yaml"), "about: x").unwrap();
+        std::fs::write(root.join("devices/t.yaml"), "name: t").unwrap();
+        std::fs::write(root.join("a/two.yml"), "about: x").unwrap();
+        let files = case_files(&root).unwrap();
+        assert_eq!(files, vec![root.join("a/one.yaml")]);
+        assert_eq!(misnamed_files(&root), vec![root.join("a/two.yml")]);
+
+        std::os::unix::fs::symlink("..", root.join("a/loop")).unwrap();
+        let e = case_files(&root).unwrap_err();
+        assert!(
+            e.contains("a/loop is folder") && e.contains("symbolic link loop"),
+            "{e}"
+        );
+        std::fs::remove_file(root.join("a/loop")).unwrap();
+
+        std::fs::write(root.join("a::one.yaml"), "about: x").unwrap();
+        let e = case_files(&root).unwrap_err();
+        assert!(e.ends_with("are both case a::one; rename one"), "{e}");
+        std::fs::remove_file(root.join("a::one.yaml")).unwrap();
+
+        let fifo = root.join("a/pipe.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(case_files(&root).unwrap().len(), 2);
+            let e = crate::plan::load(&root, &fifo).unwrap_err();
+            assert!(e.message.starts_with("not a regular file"), "{e}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

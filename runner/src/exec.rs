@@ -118,7 +118,7 @@ fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, Strin
                 StepError::Unsupported(_) => Status::Skip,
                 _ => Status::Fail,
             };
-            (status, format!("{}: {e}", op.place()))
+            (status, format!("{}: {e}", op.located()))
         })?;
     }
     Ok(())

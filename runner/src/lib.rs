@@ -13,6 +13,7 @@ pub mod error;
 pub mod exec;
 pub mod expectations;
 pub mod explain;
+pub mod files;
 pub mod names;
 pub mod outcome;
 pub mod plan;

@@ -3,7 +3,7 @@
 
 pub use vkcopy::memory::policy::{MemoryCaching, MemoryUsage, MemoryVisibility};
 pub use vkcopy::memory::table::parse_property_flag;
-pub use vkcopy::types::{dense_dims, span_bytes};
+pub use vkcopy::types::{box_text, dense_dims, span_bytes};
 pub use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim, ElemType, Emulate,
     Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement, Policy, Role, Value,

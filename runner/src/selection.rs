@@ -61,14 +61,38 @@ pub struct SelectionPlan {
 
 /// The recorded table `name` of the cases folder `root`.
 pub fn recorded_table(root: &Path, name: &str) -> Result<MemoryTable, String> {
-    let file = root.join("devices").join(format!("{name}.yaml"));
-    if !file.is_file() {
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !plain {
         return Err(format!(
-            "no recorded table '{name}' ({} does not exist)",
-            file.display()
+            "'{name}' is not a table name: give the name of a file in the cases' devices/ \
+             folder without .yaml (e.g. lavapipe); a table elsewhere is given on the command line"
         ));
     }
-    MemoryTable::from_yaml_file(&file).map_err(|e| e.to_string())
+    let file = root.join("devices").join(format!("{name}.yaml"));
+    if !file.exists() {
+        let mut known: Vec<String> = std::fs::read_dir(root.join("devices"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let p = e.path();
+                let stem = p.file_stem()?.to_str()?.to_owned();
+                (p.extension()? == "yaml").then_some(stem)
+            })
+            .collect();
+        known.sort();
+        return Err(format!(
+            "no recorded table '{name}' in devices/; the tables are {}",
+            known.join(", ")
+        ));
+    }
+    let src = crate::files::read_text(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::error::refuse_tags(&file, &src).map_err(|e| e.to_string())?;
+    MemoryTable::from_yaml_str(&src, &file.display().to_string()).map_err(|e| e.to_string())
 }
 
 /// Checks a selection case of the file `path` below `root`.

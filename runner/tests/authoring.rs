@@ -231,7 +231,7 @@ fn check_reports_yml_files_and_oversized_cases() {
     assert_eq!(
         lines[1],
         format!(
-            "{}:0:0: 1048611 bytes; a case file is at most 1048576",
+            "{}:0:0: 1048611 bytes; a case or table file is at most 1048576",
             dir.path().join("big.yaml").display()
         )
     );

@@ -47,11 +47,11 @@ impl Context {
         };
         if elements == 0 && src.dimensions() == dst.dimensions() && !src.is_empty() {
             return Err(Error::IncompatibleBuffers(format!(
-                "{} ({:?}) and {} ({:?}) do not intersect: nothing to copy",
+                "{} {} and {} {} do not intersect: nothing to copy",
                 src.name(),
-                src.dims(),
+                crate::types::box_text(src.dims()),
                 dst.name(),
-                dst.dims()
+                crate::types::box_text(dst.dims())
             )));
         }
         let path = self.buffer_copy(src, dst, to_device)?;

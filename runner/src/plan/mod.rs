@@ -104,37 +104,63 @@ pub fn case_name(root: &Path, path: &Path) -> String {
         .join("::")
 }
 
+/// A YAML error inside a step, with the step's name first.
+fn with_step(src: &str, mut err: CaseError) -> CaseError {
+    if let Some(step) = step_of(src, err.line) {
+        let own = format!("field `{step}`: ");
+        let rest = err.message.strip_prefix(&own).unwrap_or(&err.message);
+        if !rest.starts_with(step) {
+            err.message = format!("{step}: {rest}");
+        }
+    }
+    err
+}
+
+/// The step written at or above `line` of `src` (`- crop: ...`), for YAML
+/// errors inside a step; none above the first top-level key.
+fn step_of(src: &str, line: u64) -> Option<&'static str> {
+    let lines: Vec<&str> = src.lines().take(line as usize).collect();
+    for text in lines.iter().rev() {
+        let trimmed = text.trim_start();
+        if let Some(item) = trimmed.strip_prefix("- ") {
+            let name = item
+                .trim_start_matches(['{', ' '])
+                .split([':', ' ', '}'])
+                .next()
+                .unwrap_or("");
+            if let Some(step) = steps::step_names().iter().find(|s| **s == name) {
+                return Some(step);
+            }
+        }
+        if !text.starts_with([' ', '-', '#']) && !text.is_empty() {
+            return None;
+        }
+    }
+    None
+}
+
 /// Largest case file read: a guard against reading a stray large file.
-pub const MAX_CASE_BYTES: u64 = 1 << 20;
+pub const MAX_CASE_BYTES: u64 = crate::files::MAX_FILE_BYTES;
 
 /// Reads and checks the case at `path`; `root` is the `cases/` folder.
 pub fn load(root: &Path, path: &Path) -> Result<CasePlan, CaseError> {
-    let unreadable = |m: String| CaseError::new(path, 0, 0, m);
-    let meta = std::fs::metadata(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(unreadable("not a regular file".into()));
-    }
-    if meta.len() > MAX_CASE_BYTES {
-        return Err(unreadable(format!(
-            "{} bytes; a case file is at most {MAX_CASE_BYTES}",
-            meta.len()
-        )));
-    }
-    let src = std::fs::read_to_string(path).map_err(|e| unreadable(format!("cannot read: {e}")))?;
+    let src = crate::files::read_text(path).map_err(|m| CaseError::new(path, 0, 0, m))?;
     parse(root, path, &src)
 }
 
 /// Checks the case text `src` as if read from `path`.
 pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError> {
-    let file: CaseFile =
-        serde_saphyr::from_str(src).map_err(|e| CaseError::from_yaml(path, src, &e))?;
+    crate::error::refuse_tags(path, src).map_err(|e| with_step(src, e))?;
+    let file: CaseFile = serde_saphyr::from_str(src)
+        .map_err(|e| with_step(src, CaseError::from_yaml(path, src, &e)))?;
     let mut requires = Vec::new();
-    for t in &file.requires.device_types {
+    for spanned in &file.requires.device_types {
+        let (t, at) = (&spanned.value, &spanned.referenced);
         requires.push(DeviceReq::parse(t).ok_or_else(|| {
             CaseError::new(
                 path,
-                1,
-                1,
+                at.line(),
+                at.column(),
                 format!(
                     "requires.device_types: unknown device type '{t}'; expected one of {:?}",
                     DeviceReq::names()
@@ -212,6 +238,7 @@ fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, Cas
         })
         .collect();
     let mut planner = Planner::new(path, slots);
+    planner.heaps = simulate_memory.as_ref().map(|t| t.heaps.len());
     let mut ops = Vec::new();
     steps::plan(&file.steps, &mut planner, &mut ops)?;
     let policy = match &file.policy {
@@ -246,6 +273,15 @@ fn buffer(name: &str, s: &BufferSpec) -> Result<BufferDecl, String> {
         return Err(format!("field extent: {e} is negative"));
     }
     let mut dims = dense_dims(&s.extent);
+    if let Some(min) = &s.min {
+        for (d, (&m, &e)) in min.iter().zip(&s.extent).enumerate() {
+            if m.checked_add(e).is_none() {
+                return Err(format!(
+                    "field min: min {m} + extent {e} of dimension {d} overflows 64 bits"
+                ));
+            }
+        }
+    }
     for (field, v) in [("min", &s.min), ("stride", &s.stride)] {
         if let Some(v) = v.as_ref().filter(|v| v.len() != n) {
             return Err(format!(

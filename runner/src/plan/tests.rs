@@ -215,7 +215,10 @@ fn bad_min_ratio_fields_are_located() {
     let e = case("  - measure: { copy_to_host: g, min_ratio: { of: host_memcpy, valu: 1 } }\n");
     assert!(e.contains("bad.yaml:5:") && e.contains("valu"), "{e}");
     let e = case("  - measure: { copy_to_host: g, min_ratio: { value: 1 } }\n");
-    assert!(e.contains("bad.yaml:5:") && e.contains("`of`"), "{e}");
+    assert!(
+        e.contains("bad.yaml:5:") && e.contains("field of: missing"),
+        "{e}"
+    );
     let e = case(
         "  - measure: { name: a, copy_to_host: g }\n  - measure: { name: a, copy_to_device: g }\n",
     );

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::rt::{Buffer, Context, ElemType, Error, Expr, Kernels, Value};
+use crate::rt::{box_text, Buffer, Context, Dim, ElemType, Error, Expr, Kernels, Value};
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
 
@@ -124,10 +124,14 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
         }
         Step::FillDevice { buffer, value } => {
             let b = p.buf(buffer)?;
-            Op::FillDevice {
-                buffer: b,
-                value: p.value("value", b, value)?,
+            let value = p.value("value", b, value)?;
+            if !p.expecting_error {
+                kernel_size(p, b, "buffer")?;
+                value
+                    .check_wgsl()
+                    .map_err(|e| p.err(format!("field value: the expression {e}")))?;
             }
+            Op::FillDevice { buffer: b, value }
         }
         Step::AddHost(add) => {
             let (out, inputs, value) = plan_add(add, p, true)?;
@@ -144,6 +148,9 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                     ))
                 })?,
             };
+            if !p.expecting_error {
+                check_add_device(p, out, &inputs)?;
+            }
             Op::AddDevice {
                 out,
                 inputs,
@@ -155,6 +162,9 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             if i == o {
                 return Err(p.err("input and output are the same buffer"));
             }
+            if !p.expecting_error {
+                check_sum(p, o, i, *dim)?;
+            }
             Op::SumDevice {
                 out: o,
                 input: i,
@@ -162,6 +172,110 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             }
         }
     })
+}
+
+/// Kernels run over at most 2^32 - 1 elements.
+fn kernel_size(p: &Planner, slot: usize, field: &str) -> Result<(), CaseError> {
+    let s = &p.slots[slot];
+    let n: u64 = s.dims.iter().map(|d| d.extent.max(0) as u64).product();
+    if n > u64::from(u32::MAX) {
+        return Err(p.err(format!(
+            "field {field}: {} has {n} elements; a kernel runs over at most 2^32 - 1",
+            s.name
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the box of `outer` contains the box of `inner`.
+fn contains(outer: &[Dim], inner: &[Dim]) -> bool {
+    outer.iter().zip(inner).all(|(o, i)| {
+        o.min <= i.min && i.min.saturating_add(i.extent) <= o.min.saturating_add(o.extent)
+    })
+}
+
+fn is_empty(dims: &[Dim]) -> bool {
+    dims.iter().any(|d| d.extent == 0)
+}
+
+/// The checks of the runtime's `kernel_add`, at load.
+fn check_add_device(p: &Planner, out: usize, inputs: &[usize]) -> Result<(), CaseError> {
+    kernel_size(p, out, "out")?;
+    let o = &p.slots[out];
+    for &i in inputs {
+        let s = &p.slots[i];
+        if s.elem != o.elem {
+            return Err(p.err(format!(
+                "field inputs: {} is {}, the output {} is {}",
+                s.name, s.elem, o.name, o.elem
+            )));
+        }
+        if s.dims.len() != o.dims.len() {
+            return Err(p.err(format!(
+                "field inputs: {} has {} dimensions, the output {} has {}",
+                s.name,
+                s.dims.len(),
+                o.name,
+                o.dims.len()
+            )));
+        }
+        if !is_empty(&o.dims) && !contains(&s.dims, &o.dims) {
+            return Err(p.err(format!(
+                "field inputs: {} {} does not contain the box of the output {} {}",
+                s.name,
+                box_text(&s.dims),
+                o.name,
+                box_text(&o.dims)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The checks of the runtime's `kernel_sum`, at load.
+fn check_sum(p: &Planner, out: usize, input: usize, dim: usize) -> Result<(), CaseError> {
+    let (o, i) = (&p.slots[out], &p.slots[input]);
+    if dim >= i.dims.len() {
+        return Err(p.err(format!(
+            "field dim: {dim}, but {} has {} dimensions (0 to {})",
+            i.name,
+            i.dims.len(),
+            i.dims.len() - 1
+        )));
+    }
+    if o.elem != i.elem {
+        return Err(p.err(format!(
+            "field out: {} is {}, the input {} is {}",
+            o.name, o.elem, i.name, i.elem
+        )));
+    }
+    let mut rest = i.dims.clone();
+    let reduced = rest.remove(dim);
+    if o.dims.len() != rest.len() {
+        return Err(p.err(format!(
+            "field out: {} has {} dimensions; {} summed over dimension {dim} has {}",
+            o.name,
+            o.dims.len(),
+            i.name,
+            rest.len()
+        )));
+    }
+    if !is_empty(&o.dims) && !contains(&rest, &o.dims) {
+        return Err(p.err(format!(
+            "field out: {} {} is not inside {} without dimension {dim} {}",
+            o.name,
+            box_text(&o.dims),
+            i.name,
+            box_text(&rest)
+        )));
+    }
+    if reduced.extent as u64 > u64::from(u32::MAX) {
+        return Err(p.err(format!(
+            "field dim: dimension {dim} of {} has extent {}; a kernel sums at most 2^32 - 1",
+            i.name, reduced.extent
+        )));
+    }
+    kernel_size(p, out, "out")
 }
 
 /// Checks an add's buffers; on the host they need host memory, on the device

@@ -151,6 +151,17 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             )
         }
     };
+    let (field, slot) = match &timed {
+        Timed::CopyToHost(b) => ("copy_to_host", *b),
+        Timed::CopyToDevice(b) => ("copy_to_device", *b),
+        Timed::DeviceToDevice { from, .. } => ("from", *from),
+    };
+    if p.slots[slot].dims.iter().any(|d| d.extent == 0) {
+        return Err(p.err(format!(
+            "field {field}: {} has no elements; there are no bytes to time",
+            p.slots[slot].name
+        )));
+    }
     let repeat = m.repeat.unwrap_or(3);
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(p.err(format!("field repeat: 1 to {MAX_REPEAT}")));

@@ -146,10 +146,18 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                 device_dirty: *device_dirty,
             }
         }
-        Step::FillHeap { heap, leave } => Op::FillHeap {
-            heap: *heap,
-            leave: *leave,
-        },
+        Step::FillHeap { heap, leave } => {
+            if let Some(n) = p.heaps.filter(|&n| *heap as usize >= n) {
+                return Err(p.err(format!(
+                    "field heap: {heap}, but the simulated table has {n} heaps (0 to {})",
+                    n.saturating_sub(1)
+                )));
+            }
+            Op::FillHeap {
+                heap: *heap,
+                leave: *leave,
+            }
+        }
         Step::ReleaseUnused => Op::ReleaseUnused,
         Step::DeviceRelease => Op::DeviceRelease,
         Step::NativeBuffer { name, bytes } => {

@@ -236,6 +236,10 @@ impl<'de, D: Deserializer<'de>> VariantAccess<'de> for Fields<D> {
 /// One checked step, with where it was written.
 #[derive(Clone, Debug)]
 pub struct Op {
+    /// The case file, for runtime errors.
+    pub path: std::sync::Arc<std::path::Path>,
+    /// The step's name.
+    pub step: &'static str,
     pub line: u64,
     pub column: u64,
     /// The loop variables' values (`t = 3`), for messages; empty outside loops.
@@ -267,6 +271,23 @@ impl Op {
             format!("line {}", self.line)
         } else {
             format!("line {} ({})", self.line, self.iteration)
+        }
+    }
+
+    /// Where the step was written, for runtime errors:
+    /// `cases/a.yaml:12:5: crop` or `cases/a.yaml:12:5: crop (t = 3)`.
+    pub fn located(&self) -> String {
+        let at = format!(
+            "{}:{}:{}: {}",
+            self.path.display(),
+            self.line,
+            self.column,
+            self.step
+        );
+        if self.iteration.is_empty() {
+            at
+        } else {
+            format!("{at} ({})", self.iteration)
         }
     }
 
@@ -307,6 +328,8 @@ fn plan_one(step: &Spanned<Step>, p: &mut Planner, out: &mut Vec<Op>) -> Result<
 fn op_here(p: &Planner, kind: OpKind) -> Op {
     let (line, column) = p.at();
     Op {
+        path: p.path_arc(),
+        step: p.step(),
         line,
         column,
         iteration: p.loops.describe(),
@@ -337,11 +360,17 @@ fn plan_control(
         control::Step::ExpectError { error, step } => {
             control::check_error(error, p)?;
             let (line, column) = p.at();
+            let (path, name) = (p.path_arc(), p.step());
             let mut inner = Vec::new();
-            plan_one(step, p, &mut inner)?;
+            let outer = std::mem::replace(&mut p.expecting_error, true);
+            let planned = plan_one(step, p, &mut inner);
+            p.expecting_error = outer;
+            planned?;
             let [op] = <[Op; 1]>::try_from(inner)
                 .map_err(|_| p.err("expect_error holds one step, not a repeat or when"))?;
             out.push(Op {
+                path,
+                step: name,
                 line,
                 column,
                 iteration: p.loops.describe(),

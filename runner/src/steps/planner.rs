@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_saphyr::Location;
 
 use crate::error::CaseError;
-use crate::rt::{span_bytes, Dim, ElemType, Expr};
+use crate::rt::{span_bytes, Buffer, Dim, ElemType, Error, Expr};
 use crate::steps::bind::{Bindings, Int};
 
 /// Most bytes a case's buffer may span: a guard against typos that would ask the
@@ -40,9 +40,19 @@ pub fn check_size(elem: ElemType, dims: &[Dim]) -> Result<(), String> {
     Ok(())
 }
 
+/// A runtime error's message without its name (`device_crop_failed: `), for an
+/// error found at load.
+pub fn plain(e: &Error) -> String {
+    let text = e.to_string();
+    text.strip_prefix(&format!("{}: ", e.name()))
+        .map_or(text.clone(), str::to_owned)
+}
+
 /// The planning state of one case.
 pub struct Planner<'a> {
     path: &'a Path,
+    /// The same path, shared by every planned step.
+    shared_path: std::sync::Arc<Path>,
     /// Declared buffers first, then the views that steps make; a name refers to
     /// its latest slot.
     pub slots: Vec<Slot>,
@@ -51,6 +61,11 @@ pub struct Planner<'a> {
     pub measures: Vec<String>,
     /// Native buffers made so far: name and bytes.
     pub natives: Vec<(String, u64)>,
+    /// Inside `expect_error`: a step that the runtime must refuse is not refused
+    /// at load.
+    pub expecting_error: bool,
+    /// The heaps of the table the case simulates, when it names one.
+    pub heaps: Option<usize>,
     line: u64,
     column: u64,
     step: &'static str,
@@ -61,10 +76,13 @@ impl<'a> Planner<'a> {
     pub fn new(path: &'a Path, slots: Vec<Slot>) -> Self {
         Planner {
             path,
+            shared_path: path.into(),
             slots,
             loops: Bindings::default(),
             measures: Vec::new(),
             natives: Vec::new(),
+            expecting_error: false,
+            heaps: None,
             line: 0,
             column: 0,
             step: "",
@@ -84,6 +102,16 @@ impl<'a> Planner<'a> {
             )));
         }
         Ok(())
+    }
+
+    /// The file being planned, shared.
+    pub fn path_arc(&self) -> std::sync::Arc<Path> {
+        self.shared_path.clone()
+    }
+
+    /// The name of the step being planned.
+    pub fn step(&self) -> &'static str {
+        self.step
     }
 
     /// Where the current step is written.
@@ -181,6 +209,13 @@ impl<'a> Planner<'a> {
             )));
         }
         v.iter().map(|x| self.int(field, x)).collect()
+    }
+
+    /// The slot as a buffer without memory, to check a view of it with the
+    /// runtime's own rules before anything runs.
+    pub fn shape(&self, slot: usize) -> Result<Buffer, CaseError> {
+        let s = &self.slots[slot];
+        Buffer::with_dims(&s.name, s.elem, s.dims.clone(), false).map_err(|e| self.err(plain(&e)))
     }
 
     /// Whether the slot has host memory; an error naming `what` if not.

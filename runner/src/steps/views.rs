@@ -7,7 +7,7 @@ use serde::Deserialize;
 use crate::error::CaseError;
 use crate::rt::{Dim, MAX_DIMS};
 use crate::steps::bind::Int;
-use crate::steps::planner::Planner;
+use crate::steps::planner::{plain, Planner};
 use crate::steps::state::{State, StepError};
 
 /// The view steps as written.
@@ -103,6 +103,9 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             let n = p.slots[f].dims.len();
             let min = p.ints("min", min, n)?;
             let extent = p.ints("extent", extent, n)?;
+            if !p.expecting_error {
+                check_crop(p, f, &min, &extent)?;
+            }
             let dims = p.slots[f]
                 .dims
                 .iter()
@@ -130,6 +133,14 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                 )));
             }
             let pos = p.int("pos", pos)?;
+            let d = p.slots[f].dims[*dim];
+            let end = d.min.saturating_add(d.extent);
+            if !p.expecting_error && !(d.min..end).contains(&pos) {
+                return Err(p.err(format!(
+                    "field pos: {pos} is outside dimension {dim} of {from}, [{}, {end})",
+                    d.min
+                )));
+            }
             let mut dims = p.slots[f].dims.clone();
             dims.remove(*dim);
             let to = p.new_view(to, f, dims)?;
@@ -169,6 +180,18 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                     stride: stride[d],
                 })
                 .collect();
+            if !p.expecting_error {
+                let name = p.loops.name(to).map_err(|e| p.err(e))?;
+                let parent = p.shape(f)?;
+                if let Err(e) = parent.strided_view(&name, &at, dims.clone()) {
+                    let field = if parent.offset_of(&at).is_none() {
+                        "at"
+                    } else {
+                        "extent"
+                    };
+                    return Err(p.err(format!("field {field}: {}", plain(&e))));
+                }
+            }
             let to = p.new_view(to, f, dims.clone())?;
             Op::View {
                 from: f,
@@ -185,6 +208,34 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             Op::ViewNoHost { from: f, to }
         }
     })
+}
+
+/// Checks that the box `min`..`min + extent` lies in slot `f`'s box.
+fn check_crop(p: &Planner, f: usize, min: &[i64], extent: &[i64]) -> Result<(), CaseError> {
+    let name = &p.slots[f].name;
+    for (d, (dim, (&m, &e))) in p.slots[f]
+        .dims
+        .iter()
+        .zip(min.iter().zip(extent))
+        .enumerate()
+    {
+        if e < 0 {
+            return Err(p.err(format!("field extent: {e} in dimension {d} is negative")));
+        }
+        let Some(end) = m.checked_add(e) else {
+            return Err(p.err(format!(
+                "field extent: min {m} + extent {e} of dimension {d} overflows 64 bits"
+            )));
+        };
+        let (lo, hi) = (dim.min, dim.min.saturating_add(dim.extent));
+        if m < lo || end > hi {
+            let field = if m < lo || m >= hi { "min" } else { "extent" };
+            return Err(p.err(format!(
+                "field {field}: dimension {d} of the crop, [{m}, {end}), is outside {name}'s [{lo}, {hi})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {

@@ -1,0 +1,49 @@
+//! Reading the suite's own files (cases, recorded tables): regular files only,
+//! their size checked before a byte is read, so that a named pipe, a device or
+//! a stray large file gives an error instead of a hang.
+
+use std::path::Path;
+
+/// Largest case or table file read.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of the regular file `path`, at most [`MAX_FILE_BYTES`] long.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(
+            "not a regular file (a folder, pipe or device); the suite reads only files".into(),
+        );
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} bytes; a case or table file is at most {MAX_FILE_BYTES}",
+            meta.len()
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_folders_and_large_files() {
+        let dir = std::env::temp_dir().join(format!("vkcopy-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(read_text(&dir)
+            .unwrap_err()
+            .starts_with("not a regular file"));
+        let big = dir.join("big.yaml");
+        std::fs::write(&big, vec![b' '; MAX_FILE_BYTES as usize + 1]).unwrap();
+        assert_eq!(
+            read_text(&big).unwrap_err(),
+            format!(
+                "{} bytes; a case or table file is at most {MAX_FILE_BYTES}",
+                MAX_FILE_BYTES + 1
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
