@@ -250,10 +250,14 @@ pub fn serve(root: &Path, options: &ContextOptions, input: impl BufRead) -> Resu
         }
         let path = Path::new(&line);
         let outcome = match plan::load(root, path) {
-            Ok(plan) => match crate::hook::before(&plan.name) {
-                Some(out) => out,
-                None => exec::run(&plan, options),
-            },
+            Ok(plan) => {
+                let out = match crate::hook::before(&plan.name) {
+                    Some(out) => out,
+                    None => exec::run(&plan, options),
+                };
+                crate::hook::after();
+                out
+            }
             Err(e) => Outcome::failed(e.to_string()),
         };
         let json = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;

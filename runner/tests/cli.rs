@@ -529,6 +529,7 @@ fn every_status_through_the_real_runner() {
             ("fails", "fail", "fail", 2),
             ("flaky", "fail", "flake", 2),
             ("hangs", "timeout", "fail", 2),
+            ("loses_device", "pass", "pass", 1),
             ("panics", "crash", "fail", 2),
             ("passes", "pass", "pass", 1),
             ("skips", "skip", "skip", 1),
@@ -568,7 +569,7 @@ fn every_status_through_the_real_runner() {
     );
     assert!(stdout.contains("FAIL  panics (crash)"), "{stdout}");
     assert!(
-        stdout.contains("1 passed, 5 failed, 1 skipped, 1 flaky"),
+        stdout.contains("2 passed, 5 failed, 1 skipped, 1 flaky"),
         "{stdout}"
     );
 }
@@ -676,7 +677,7 @@ fn shards_partition_the_suite_and_tags_select() {
     if no_device(&stdout) {
         return;
     }
-    assert_eq!(all.len(), 8, "{stdout}");
+    assert_eq!(all.len(), 9, "{stdout}");
     let mut union = Vec::new();
     for k in 1..=3 {
         let (shard, stdout) = names(&["--shard", &format!("{k}/3")]);
@@ -707,5 +708,30 @@ fn run_help_lists_every_environment_variable() {
     assert!(vars.len() >= 12, "{vars:?}");
     for v in vars {
         assert!(help.contains(v), "run --help lacks {v}:\n{help}");
+    }
+}
+
+/// Through the runtime's fault hook every vkQueueSubmit of one case returns
+/// VK_ERROR_DEVICE_LOST: that case is `device_lost`, and the cases after it pass
+/// on a fresh device in a new worker.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_lost_device_is_device_lost_and_the_next_case_gets_a_fresh_one() {
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &[])
+        .env("VKCOPY_SUITE_TEST_HOOK", "lose_device:loses_device")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let got = fleet_results(dir.path());
+    let (status, verdict, _, message) = &got["loses_device"];
+    assert_eq!((status.as_str(), verdict.as_str()), ("device_lost", "fail"), "{stdout}");
+    assert!(message.contains("device_lost"), "{message}");
+    for later in ["panics", "passes"] {
+        assert_eq!(got[later].0, "pass", "{later}: {stdout}");
     }
 }
