@@ -729,7 +729,11 @@ fn a_lost_device_is_device_lost_and_the_next_case_gets_a_fresh_one() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let got = fleet_results(dir.path());
     let (status, verdict, _, message) = &got["loses_device"];
-    assert_eq!((status.as_str(), verdict.as_str()), ("device_lost", "fail"), "{stdout}");
+    assert_eq!(
+        (status.as_str(), verdict.as_str()),
+        ("device_lost", "fail"),
+        "{stdout}"
+    );
     assert!(message.contains("device_lost"), "{message}");
     for later in ["panics", "passes"] {
         assert_eq!(got[later].0, "pass", "{later}: {stdout}");
