@@ -3,6 +3,8 @@
 //!
 //! A plan copies `chunk` contiguous bytes at every point of an outer grid of
 //! up to 16 dimensions; offsets are in bytes from `src_begin` / `dst_begin`.
+//! A destination dimension of stride 0 keeps only its last element (as copying
+//! them all in order would), so a copy costs what it writes, not its extents.
 
 use crate::error::{Error, Result};
 use crate::types::{Dim, MAX_DIMS};
@@ -60,6 +62,12 @@ impl CopyPlan {
             }
             plan.src_begin += (lo - s.min) as u64 * s.stride as u64 * eb;
             plan.dst_begin += (lo - d.min) as u64 * d.stride as u64 * eb;
+            if d.stride == 0 {
+                // Every element of this dimension lands on the same destination
+                // bytes and the last one copied stays: copy only that one.
+                plan.src_begin += (hi - lo - 1) as u64 * s.stride as u64 * eb;
+                continue;
+            }
             if hi - lo > 1 {
                 plan.dims.push(PlanDim {
                     extent: (hi - lo) as u64,

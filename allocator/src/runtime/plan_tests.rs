@@ -126,14 +126,21 @@ fn model_bytes(src: &[Dim], dst: &[Dim], eb: u64, start: &[i64], count: &[i64]) 
     }
 }
 
-/// The true intersection, element by element.
+/// The true intersection, element by element; along a destination dimension of
+/// stride 0 only the last element, the one an in-order copy leaves.
 fn model(src: &[Dim], dst: &[Dim], eb: u64) -> Vec<(u64, u64)> {
-    let start: Vec<i64> = src.iter().zip(dst).map(|(s, d)| s.min.max(d.min)).collect();
-    let count: Vec<i64> = src
+    let mut start: Vec<i64> = src.iter().zip(dst).map(|(s, d)| s.min.max(d.min)).collect();
+    let mut count: Vec<i64> = src
         .iter()
         .zip(dst)
         .map(|(s, d)| (s.min + s.extent).min(d.min + d.extent) - s.min.max(d.min))
         .collect();
+    for (k, d) in dst.iter().enumerate() {
+        if d.stride == 0 && count[k] > 1 {
+            start[k] += count[k] - 1;
+            count[k] = 1;
+        }
+    }
     model_bytes(src, dst, eb, &start, &count)
 }
 
@@ -481,4 +488,37 @@ mod props {
             }
         }
     }
+}
+
+#[test]
+fn zero_destination_strides_copy_only_the_last_element() {
+    // 2^31 elements aliasing one byte on both sides: one byte to copy.
+    let one = dims(&[(0, 65536, 0), (0, 32768, 0)]);
+    let p = CopyPlan::new(&one, &one, 1).unwrap();
+    assert_eq!(
+        (p.chunk, p.chunks(), p.src_begin, p.dst_begin),
+        (1, 1, 0, 0)
+    );
+    // A dense source into a broadcast destination row: the last source element of
+    // each row stays, as an in-order copy of every element leaves it.
+    let src = dense_dims(&[10, 3]);
+    let dst = dims(&[(0, 10, 0), (0, 3, 1)]);
+    let p = CopyPlan::new(&src, &dst, 4).unwrap();
+    assert_eq!(p.chunks(), 3);
+    let mut seen = Vec::new();
+    p.for_each_chunk(|s, d| seen.push((s, d)));
+    assert_eq!(seen, [(9 * 4, 0), ((10 + 9) * 4, 4), ((20 + 9) * 4, 8)]);
+    let mut src_bytes = vec![0u8; 30 * 4];
+    for (i, b) in src_bytes.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let (mut planned, mut in_order) = (vec![0u8; 12], vec![0u8; 12]);
+    p.copy_host(&src_bytes, &mut planned);
+    for y in 0..3 {
+        for x in 0..10 {
+            let s = (x + 10 * y) * 4;
+            in_order[y * 4..y * 4 + 4].copy_from_slice(&src_bytes[s..s + 4]);
+        }
+    }
+    assert_eq!(planned, in_order);
 }

@@ -31,6 +31,14 @@ const MAX_THREADS: usize = 8;
 /// Regions per `vkCmdCopyBuffer` call.
 const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
+/// Pieces (copy regions) per window, so per submission: a layout that cannot be
+/// merged records one region per element. Under the validation layer the cost of
+/// a command buffer grows with the square of its regions, so windows hold few.
+const MAX_PIECES: usize = 4096;
+
+/// [`MAX_PIECES`] under the validation layer.
+const MAX_PIECES_VALIDATED: usize = 64;
+
 /// One contiguous piece of a window: `len` bytes at `src` and `dst` (offsets of
 /// the plan) and at `slot` in the staging chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,23 +49,33 @@ struct Piece {
     len: u64,
 }
 
-/// Cuts a plan's chunks, in dense order, into windows of `window` bytes.
+/// Cuts a plan's chunks, in dense order, into windows of `window` bytes and at
+/// most `max_pieces` pieces.
 struct Windows<'a> {
     chunks: ChunkOffsets<'a>,
     chunk: u64,
     window: u64,
+    max_pieces: usize,
     /// The rest of a chunk that the last window cut: src, dst, bytes left.
     carry: Option<(u64, u64, u64)>,
 }
 
 impl<'a> Windows<'a> {
-    fn new(plan: &'a CopyPlan, window: u64) -> Self {
+    fn new(plan: &'a CopyPlan, window: u64, max_pieces: usize) -> Self {
         Windows {
             chunks: plan.chunk_offsets(),
             chunk: plan.chunk,
             window,
+            max_pieces,
             carry: None,
         }
+    }
+
+    /// About how many windows `plan` takes (at least the number).
+    fn estimate(plan: &CopyPlan, window: u64, max_pieces: usize) -> usize {
+        let by_bytes = plan.bytes().div_ceil(window);
+        let by_pieces = plan.chunks().div_ceil(max_pieces as u64);
+        (by_bytes + by_pieces) as usize
     }
 }
 
@@ -67,7 +85,7 @@ impl Iterator for Windows<'_> {
     fn next(&mut self) -> Option<Vec<Piece>> {
         let mut pieces = Vec::new();
         let mut used = 0;
-        while used < self.window {
+        while used < self.window && pieces.len() < self.max_pieces {
             let (src, dst, len) = match self.carry.take() {
                 Some(c) => c,
                 None => match self.chunks.next() {
@@ -217,6 +235,14 @@ fn record_pieces(
 }
 
 impl Context {
+    /// Pieces per window on this context.
+    fn max_pieces(&self) -> usize {
+        match self.inner.device.instance.validation {
+            true => MAX_PIECES_VALIDATED,
+            false => MAX_PIECES,
+        }
+    }
+
     /// The ring of `role` with at least `n` chunks of [`CHUNK`] bytes.
     fn ring(&self, role: Role, n: usize) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
         self.inner
@@ -234,7 +260,7 @@ impl Context {
         src: (vk::Buffer, u64),
         dst: &mut [u8],
     ) -> Result<Option<u64>> {
-        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let windows = Windows::estimate(plan, CHUNK, self.max_pieces());
         let slots = self.ring(Role::Readback, windows.min(LANES))?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
@@ -260,7 +286,11 @@ impl Context {
             };
             Ok(())
         };
-        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+        let mut all = Windows::new(plan, CHUNK, self.max_pieces())
+            .enumerate()
+            .peekable();
+        while let Some((w, pieces)) = all.next() {
+            let last = all.peek().is_none();
             let lane = w % n;
             if queued.len() == n {
                 let (l, done) = queued.pop_front().expect("queued");
@@ -268,7 +298,7 @@ impl Context {
                 drain(l, done, dst)?;
             }
             let slot = slots[lane].vk_buffer();
-            lanes.submit(lane, w + 1 == windows, |cmd| {
+            lanes.submit(lane, last, |cmd| {
                 record_pieces(device, cmd, &pieces, (src.0, slot), |p| {
                     (src.1 + p.src, p.slot)
                 })
@@ -291,12 +321,16 @@ impl Context {
         src: &[u8],
         dst: (vk::Buffer, u64),
     ) -> Result<Option<u64>> {
-        let windows = plan.bytes().div_ceil(CHUNK) as usize;
+        let windows = Windows::estimate(plan, CHUNK, self.max_pieces());
         let slots = self.ring(Role::Upload, windows.min(LANES))?;
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
-        for (w, pieces) in Windows::new(plan, CHUNK).enumerate() {
+        let mut all = Windows::new(plan, CHUNK, self.max_pieces())
+            .enumerate()
+            .peekable();
+        while let Some((w, pieces)) = all.next() {
+            let last = all.peek().is_none();
             let lane = w % n;
             lanes.wait(lane)?;
             let slot = &slots[lane];
@@ -308,7 +342,7 @@ impl Context {
             let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
             self.inner.allocator.flush(&slot.alloc, 0, used)?;
             let buffer = slot.vk_buffer();
-            lanes.submit(lane, w + 1 == windows, |cmd| {
+            lanes.submit(lane, last, |cmd| {
                 record_pieces(device, cmd, &pieces, (buffer, dst.0), |p| {
                     (p.slot, dst.1 + p.dst)
                 })
@@ -337,7 +371,7 @@ mod tests {
         });
         let mut got = Vec::new();
         let mut count = 0;
-        for pieces in Windows::new(p, window) {
+        for pieces in Windows::new(p, window, usize::MAX) {
             count += 1;
             let mut slot = 0;
             for piece in &pieces {
@@ -375,7 +409,28 @@ mod tests {
         for w in [2, 3, 98, 100, 101, 1000] {
             check_windows(&p, w);
         }
-        assert!(Windows::new(&CopyPlan::empty(), 64).next().is_none());
+        assert!(Windows::new(&CopyPlan::empty(), 64, 8).next().is_none());
+    }
+
+    #[test]
+    fn windows_hold_at_most_max_pieces() {
+        // u8 with gaps: one piece per element; 1000 of them in windows of 64 pieces.
+        let gaps = [Dim {
+            min: 0,
+            extent: 1000,
+            stride: 2,
+        }];
+        let p = plan(&gaps, &gaps, 1);
+        let sizes: Vec<usize> = Windows::new(&p, CHUNK, 64).map(|w| w.len()).collect();
+        assert_eq!(sizes.len(), 16);
+        assert!(sizes[..15].iter().all(|&n| n == 64));
+        assert_eq!(sizes[15], 1000 - 15 * 64);
+        assert!(Windows::estimate(&p, CHUNK, 64) >= 16);
+        let offsets: Vec<u64> = Windows::new(&p, CHUNK, 64)
+            .flatten()
+            .map(|x| x.src)
+            .collect();
+        assert_eq!(offsets, (0..1000).map(|i| 2 * i).collect::<Vec<_>>());
     }
 
     #[test]
@@ -425,6 +480,8 @@ mod tests {
     fn overlapping_destinations_are_not_disjoint() {
         let dense = plan(&dense_dims(&[8, 8]), &dense_dims(&[8, 8]), 4);
         assert!(dense.dst_disjoint());
+        // Rows of 8 elements every 4: each row overlaps the next. (A stride of 0
+        // keeps one element, so it overlaps nothing.)
         let bcast = [
             Dim {
                 min: 0,
@@ -434,7 +491,7 @@ mod tests {
             Dim {
                 min: 0,
                 extent: 8,
-                stride: 0,
+                stride: 4,
             },
         ];
         assert!(!plan(&dense_dims(&[8, 8]), &bcast, 4).dst_disjoint());

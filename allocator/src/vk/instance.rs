@@ -101,6 +101,8 @@ unsafe extern "system" fn debug_callback(
 /// A Vulkan instance with its debug messenger; both destroyed on drop.
 pub(crate) struct Instance {
     pub(crate) raw: ash::Instance,
+    /// The validation layer is enabled.
+    pub(crate) validation: bool,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
     messages: Box<Messages>,
@@ -115,7 +117,7 @@ impl Instance {
     /// synchronization validation.
     pub(crate) fn new(validation: bool) -> Result<Self> {
         #[cfg(feature = "fault-injection")]
-        let entry = crate::vk::hooks::entry()?;
+        let entry = crate::vk::hooks::entry(load_entry()?);
         #[cfg(not(feature = "fault-injection"))]
         let entry = load_entry()?;
         // SAFETY: enumeration calls with no preconditions.
@@ -182,6 +184,7 @@ impl Instance {
         let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
         let mut instance = Instance {
             raw,
+            validation,
             debug: None,
             messages,
             #[cfg(feature = "fault-injection")]
