@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Outcome, Verdict};
 
 /// A file or folder name for a device: lower case letters, digits and '-'
 /// ("NVIDIA H200" is `nvidia-h200`).
@@ -27,7 +27,7 @@ pub fn device_slug(name: &str) -> String {
 }
 
 /// The device a run used, as far as it is known.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DeviceRecord {
     pub name: String,
     pub device_type: String,
@@ -35,27 +35,39 @@ pub struct DeviceRecord {
     pub api_version: String,
 }
 
-/// One case's result.
-#[derive(Clone, Debug, Serialize)]
+/// One case's result: its own status (in `outcome`, flattened: `status`,
+/// `message`, ...) and the verdict against the expectations.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CaseRecord {
     pub name: String,
     pub path: String,
+    pub verdict: Verdict,
+    /// How many times the case ran: 1, more with `--retries` after a failure.
+    pub attempts: u32,
+    /// The expectation entry's reason, when the case is listed (known failure or flake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectation: Option<String>,
+    /// The case's `tags:`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The attempt the status comes from: the first failing one, else the last.
     #[serde(flatten)]
     pub outcome: Outcome,
 }
 
 /// A whole run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub device: DeviceRecord,
     pub policy: String,
     /// The recorded memory table presented to the allocator, if any (`--simulate-memory`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub simulated_memory: Option<String>,
     pub cases: Vec<CaseRecord>,
 }
 
-/// Counts of a run.
+/// Counts of a run, by verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub passed: usize,
@@ -63,6 +75,7 @@ pub struct Summary {
     pub failed: usize,
     pub skipped: usize,
     pub expected_failures: usize,
+    pub flakes: usize,
 }
 
 impl std::fmt::Display for Summary {
@@ -71,7 +84,11 @@ impl std::fmt::Display for Summary {
             f,
             "{} passed, {} failed, {} skipped",
             self.passed, self.failed, self.skipped
-        )
+        )?;
+        if self.flakes > 0 {
+            write!(f, ", {} flaky", self.flakes)?;
+        }
+        Ok(())
     }
 }
 
@@ -79,12 +96,12 @@ impl Report {
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for c in &self.cases {
-            match c.outcome.status {
-                Status::Pass => s.passed += 1,
-                Status::Fail => s.failed += 1,
-                Status::Skip => s.skipped += 1,
-                Status::ExpectedFail => s.expected_failures += 1,
-                Status::UnexpectedPass => s.failed += 1,
+            match c.verdict {
+                Verdict::Pass => s.passed += 1,
+                Verdict::Fail | Verdict::UnexpectedPass => s.failed += 1,
+                Verdict::Skip => s.skipped += 1,
+                Verdict::ExpectedFail => s.expected_failures += 1,
+                Verdict::Flake => s.flakes += 1,
             }
         }
         s
@@ -135,7 +152,7 @@ impl Report {
             out.extend(measured);
             out.push('\n');
         }
-        out.push_str("| case | status | seconds | message |\n|---|---|---|---|\n");
+        out.push_str("| case | status | verdict | seconds | message |\n|---|---|---|---|---|\n");
         for c in &self.cases {
             let msg = c
                 .outcome
@@ -145,8 +162,8 @@ impl Report {
                 .unwrap_or("")
                 .replace('|', "\\|");
             out.push_str(&format!(
-                "| {} | {:?} | {:.3} | {} |\n",
-                c.name, c.outcome.status, c.outcome.seconds, msg
+                "| {} | {} | {} | {:.3} | {} |\n",
+                c.name, c.outcome.status, c.verdict, c.outcome.seconds, msg
             ));
         }
         out
@@ -157,15 +174,21 @@ impl Report {
         use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
         let mut suite = TestSuite::new(format!("vkcopy-suite on {}", self.device.name));
         for c in &self.cases {
-            let status = match c.outcome.status {
-                Status::Pass => TestCaseStatus::success(),
-                Status::Skip | Status::ExpectedFail => {
+            let status = match c.verdict {
+                Verdict::Pass | Verdict::Flake => TestCaseStatus::success(),
+                Verdict::Skip | Verdict::ExpectedFail => {
                     let mut s = TestCaseStatus::skipped();
                     s.set_message(c.outcome.message.clone());
                     s
                 }
-                Status::Fail | Status::UnexpectedPass => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                Verdict::Fail | Verdict::UnexpectedPass => {
+                    let kind = match c.outcome.status {
+                        crate::outcome::Status::Fail | crate::outcome::Status::Pass => {
+                            NonSuccessKind::Failure
+                        }
+                        _ => NonSuccessKind::Error,
+                    };
+                    let mut s = TestCaseStatus::non_success(kind);
                     s.set_message(c.outcome.message.lines().next().unwrap_or("").to_owned());
                     s.set_description(c.outcome.message.clone());
                     s

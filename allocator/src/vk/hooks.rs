@@ -20,7 +20,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use ash::vk::{self, Handle};
 
-use crate::error::Result;
 use crate::fault::{self, Plan, ENTRY_POINTS};
 
 /// The driver's functions behind the wrappers of one instance or device.
@@ -63,11 +62,10 @@ thread_local! {
     static CREATING: RefCell<Option<Arc<Plan>>> = const { RefCell::new(None) };
 }
 
-/// The loader with every entry point of [`ENTRY_POINTS`] wrapped.
-pub(crate) fn entry() -> Result<&'static ash::Entry> {
+/// The loader `real` with every entry point of [`ENTRY_POINTS`] wrapped.
+pub(crate) fn entry(real: &'static ash::Entry) -> &'static ash::Entry {
     static ENTRY: OnceLock<ash::Entry> = OnceLock::new();
-    let real = crate::vk::instance::load_entry()?;
-    Ok(ENTRY.get_or_init(|| {
+    ENTRY.get_or_init(|| {
         let _ = REAL_GIPA.set(real.static_fn().get_instance_proc_addr);
         let static_fn = ash::StaticFn {
             get_instance_proc_addr,
@@ -75,7 +73,7 @@ pub(crate) fn entry() -> Result<&'static ash::Entry> {
         // SAFETY: the wrapped resolver hands out the loader's functions or
         // wrappers of the same signature calling them.
         unsafe { ash::Entry::from_static_fn(static_fn) }
-    }))
+    })
 }
 
 /// Runs `f` (which creates a context) with `plan` for the calls made before its

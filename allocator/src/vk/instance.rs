@@ -117,7 +117,7 @@ impl Instance {
     /// synchronization validation.
     pub(crate) fn new(validation: bool) -> Result<Self> {
         #[cfg(feature = "fault-injection")]
-        let entry = crate::vk::hooks::entry()?;
+        let entry = crate::vk::hooks::entry(load_entry()?);
         #[cfg(not(feature = "fault-injection"))]
         let entry = load_entry()?;
         // SAFETY: enumeration calls with no preconditions.
