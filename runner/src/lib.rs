@@ -24,6 +24,7 @@ pub mod rt;
 pub mod scaffold;
 pub mod schema;
 pub mod selection;
+pub mod stamp;
 pub mod steps;
 pub mod suite;
 pub mod timing;

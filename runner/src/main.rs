@@ -215,9 +215,11 @@ fn select(table: &std::path::Path, request: &str, policy: Policy) -> ExitCode {
 fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
     let mut bars = Vec::new();
     for r in reports {
+        // A lone report needs no legend entry of its own; several are told apart.
         let (label, path) = match r.split_once('=') {
-            Some((l, p)) => (format!("{l} "), p),
-            None => (String::new(), r.as_str()),
+            Some((l, p)) => (l.to_owned(), p),
+            None if reports.len() == 1 => (String::new(), r.as_str()),
+            None => (r.clone(), r.as_str()),
         };
         let json = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())

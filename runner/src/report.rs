@@ -1,11 +1,18 @@
-//! Run reports: one JSON file and one Markdown summary per run and device,
-//! written below `reports/out/<device>/`.
+//! Run reports: per run, a new folder `reports/out/<device>/<start time>/`
+//! with `results.json` (schema: `reports/results.schema.json`), `results.csv`,
+//! `failures.csv`, `junit.xml`, `summary.md` and the throughput chart.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::outcome::{Outcome, Status};
+
+pub mod csv;
+pub mod folder;
+pub mod meta;
+
+pub use meta::{MemoryRecord, ToolRecord};
 
 /// A file or folder name for a device: lower case letters, digits and '-'
 /// ("NVIDIA H200" is `nvidia-h200`).
@@ -31,8 +38,18 @@ pub fn device_slug(name: &str) -> String {
 pub struct DeviceRecord {
     pub name: String,
     pub device_type: String,
+    /// Driver name and info (`NVIDIA 580.159.04`, `llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`).
     pub driver: String,
+    /// `driverVersion`, decoded as its vendor encodes it (`580.159.4`).
+    pub driver_version: String,
+    /// The Vulkan version the device supports.
     pub api_version: String,
+    /// `vendorID` and `deviceID`.
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// The optional features and extensions the runtime enabled because the
+    /// device has them (`VK_EXT_external_memory_host`, `shaderInt64` ...).
+    pub extensions: Vec<String>,
 }
 
 /// One case's result.
@@ -44,14 +61,31 @@ pub struct CaseRecord {
     pub outcome: Outcome,
 }
 
+/// The version of the report format that [`Report`] writes. Reports without
+/// `schema_version` are version 1 (one `status` per case, verdicts included).
+pub const SCHEMA_VERSION: u32 = 2;
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    pub schema_version: u32,
+    pub tool: ToolRecord,
     pub device: DeviceRecord,
+    /// The device's own memory table; None without a device.
+    pub memory: Option<MemoryRecord>,
     pub policy: String,
-    /// The recorded memory table presented to the allocator, if any (`--simulate-memory`).
+    /// The recorded memory table presented to the allocator, if any (`--simulate-memory`);
+    /// placements then refer to its types.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simulated_memory: Option<String>,
+    /// Whether the Khronos validation layer was on (`VKCOPY_VALIDATION=1`).
+    pub validation: bool,
+    /// The machine's host name.
+    pub host: String,
+    /// When the run started, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started: String,
+    /// How long the whole run took.
+    pub seconds: f64,
     pub cases: Vec<CaseRecord>,
 }
 
@@ -181,25 +215,41 @@ impl Report {
         report.to_string().unwrap_or_default()
     }
 
-    /// Writes `results.json`, `junit.xml`, `summary.md` and (when the run measured
-    /// copies) `throughput.svg` into `dir/<device>/`; returns that folder.
-    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        let out = dir.join(self.device_slug());
-        std::fs::create_dir_all(&out)?;
-        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(out.join("results.json"), json)?;
-        std::fs::write(out.join("summary.md"), self.markdown())?;
-        std::fs::write(out.join("junit.xml"), self.junit())?;
-        let json = serde_json::to_value(self).map_err(std::io::Error::other)?;
+    /// The throughput chart, when the run measured copies.
+    pub fn chart(&self) -> Result<Option<Vec<u8>>, String> {
+        let json = serde_json::to_value(self).map_err(|e| e.to_string())?;
         let bars = crate::plot::bars_from_report(&json, "");
-        if !bars.is_empty() {
-            let title = format!(
-                "vkcopy-suite on {}, policy {}",
-                self.device.name, self.policy
-            );
-            crate::plot::throughput_svg(&bars, &title, &out.join("throughput.svg"))
-                .map_err(std::io::Error::other)?;
+        if bars.is_empty() {
+            return Ok(None);
         }
-        Ok(out)
+        let title = format!(
+            "vkcopy-suite on {}, policy {}",
+            self.device.name, self.policy
+        );
+        crate::plot::throughput_svg_text(&bars, &title).map(|t| Some(t.into_bytes()))
+    }
+
+    /// Writes every report file into a new folder `dir/<device>/<start time>/`
+    /// (`-2`, `-3` ... when another run took that name); returns the folder.
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        json.push('\n');
+        let mut files = vec![
+            ("results.json", json.into_bytes()),
+            ("results.csv", csv::results(self)),
+            ("failures.csv", csv::failures(self)),
+            ("junit.xml", self.junit().into_bytes()),
+            ("summary.md", self.markdown().into_bytes()),
+        ];
+        if let Some(svg) = self.chart().map_err(std::io::Error::other)? {
+            files.push(("throughput.svg", svg));
+        }
+        let name = folder::stamp_name(&self.started);
+        let name = if name.is_empty() {
+            "run".to_owned()
+        } else {
+            name
+        };
+        folder::write_new(&dir.join(self.device_slug()), &name, &files)
     }
 }

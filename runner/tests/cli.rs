@@ -11,14 +11,19 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-/// The one device folder a run wrote its reports to, below `dir`.
-fn only_report(dir: &Path) -> std::path::PathBuf {
+/// The one folder below `dir`.
+fn only_folder(dir: &Path) -> std::path::PathBuf {
     let folders: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(folders.len(), 1, "{folders:?}");
     folders.into_iter().next().unwrap()
+}
+
+/// The one run folder a run wrote its reports to: `dir/<device>/<start time>`.
+fn only_report(dir: &Path) -> std::path::PathBuf {
+    only_folder(&only_folder(dir))
 }
 
 #[test]
