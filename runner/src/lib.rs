@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod case;
 pub mod check;
+pub mod compare;
 pub mod discover;
 pub mod error;
 pub mod exec;

@@ -78,6 +78,31 @@ enum Command {
         #[arg(long, default_value = "vkcopy-suite throughput")]
         title: String,
     },
+    /// Compares run B with run A (a baseline): regressions, fixes, other verdict
+    /// changes, new and missing cases, copies whose best GB/s moved beyond the
+    /// noise threshold. Prints Markdown; exits 1 on a regression.
+    Diff {
+        /// A results.json, or a folder of them (the shards of one run).
+        a: PathBuf,
+        b: PathBuf,
+        /// Relative change of best GB/s taken as noise.
+        #[arg(long, default_value_t = 0.1)]
+        threshold: f64,
+        /// Also write the diff as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Exit 1 on copies slower beyond the threshold too.
+        #[arg(long)]
+        fail_on_slower: bool,
+    },
+    /// Merges reports (results.json files or folders of them: a fleet's GPUs,
+    /// shards, policies) into one device x case table: merged.md and merged.json.
+    Merge {
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Measures every copy path over a sweep of sizes and writes bench.json (the
     /// shape of bench/cuda_reference.py); --compare sets it beside CUDA's.
     Bench(vkcopy_suite::bench::Args),
@@ -171,6 +196,14 @@ fn main() -> ExitCode {
             cases,
         } => explain(&case, table.as_deref(), policy, cases),
         Command::Bench(args) => bench(&args),
+        Command::Diff {
+            a,
+            b,
+            threshold,
+            json,
+            fail_on_slower,
+        } => diff(&a, &b, threshold, json.as_deref(), fail_on_slower),
+        Command::Merge { reports, out } => merge(&reports, &out),
         Command::Plot {
             reports,
             out,
@@ -239,6 +272,73 @@ fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn diff(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    threshold: f64,
+    json: Option<&std::path::Path>,
+    fail_on_slower: bool,
+) -> ExitCode {
+    use vkcopy_suite::compare::{diff, load};
+    if !(threshold >= 0.0 && threshold.is_finite()) {
+        eprintln!("error: --threshold {threshold}: expected a relative change >= 0, e.g. 0.1");
+        return ExitCode::from(2);
+    }
+    let (a, b) = match (load::load_one(a), load::load_one(b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = diff::diff(&a, &b, threshold);
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(d.markdown().as_bytes());
+    if d.has_regressions() || (fail_on_slower && !d.slower.is_empty()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn merge(reports: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    use vkcopy_suite::compare::{load, merge};
+    let loaded = match load::load_all(reports) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let merged = merge::merge(&loaded);
+    let json = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(out.join("merged.md"), merged.markdown()))
+        .and_then(|()| std::fs::write(out.join("merged.json"), json));
+    match written {
+        Ok(()) => {
+            out!(
+                "merged {} configurations, {} cases into {}",
+                merged.columns.len(),
+                merged.rows.len(),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", out.display());
             ExitCode::from(2)
         }
     }
