@@ -118,7 +118,8 @@ enum Command {
         paths: Vec<PathBuf>,
     },
     /// Prints the JSON Schema of the case format (or, with --markdown, the case
-    /// reference); --write writes both into the cases folder.
+    /// reference); --write writes both into the cases folder, and the schema of
+    /// results.json into reports/results.schema.json.
     Schema {
         #[arg(long)]
         markdown: bool,
@@ -403,6 +404,10 @@ fn schema(markdown: bool, write: bool, cases: Option<PathBuf>) -> ExitCode {
     for (file, text) in [
         (schema::SCHEMA_FILE, schema::case_schema_text()),
         (reference::REFERENCE_FILE, reference::text()),
+        (
+            vkcopy_suite::report::schema::SCHEMA_FILE,
+            vkcopy_suite::report::schema::results_schema_text(),
+        ),
     ] {
         let path = root.join(file);
         if let Err(e) = std::fs::write(&path, text) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::rt::Placement;
 
 /// The verdict of one case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,
@@ -19,7 +19,7 @@ pub enum Status {
 }
 
 /// What running a case gave.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub status: Status,
     /// Why it failed or was skipped; empty on a pass.
@@ -33,7 +33,7 @@ pub struct Outcome {
 
 /// One `measure` step's result. Seconds by the host clock around the whole copy
 /// unless named `gpu_`; GB/s are 1e9 bytes/s.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Measurement {
     /// `copy_to_host g`, `copy_to_device g`, `device_to_device a -> b`.
     pub what: String,
@@ -61,7 +61,7 @@ pub struct Measurement {
 }
 
 /// A measurement against a reference measured in the same run.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Ratio {
     /// `host_memcpy`, or the name of another measure of the case.
     pub of: String,
@@ -121,7 +121,7 @@ impl Measurement {
 }
 
 /// A placement as it goes into reports.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct PlacementRecord {
     pub role: String,
     pub memory_type: u32,
@@ -129,6 +129,9 @@ pub struct PlacementRecord {
     pub heap: u32,
     pub bytes: u64,
     pub fallbacks: u32,
+    /// The caller's host memory imported for the copy (`VK_EXT_external_memory_host`)
+    /// rather than a staging buffer.
+    pub imported: bool,
 }
 
 impl From<&Placement> for PlacementRecord {
@@ -140,6 +143,7 @@ impl From<&Placement> for PlacementRecord {
             heap: p.heap,
             bytes: p.size,
             fallbacks: p.fallbacks,
+            imported: p.imported,
         }
     }
 }

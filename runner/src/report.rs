@@ -10,7 +10,9 @@ use crate::outcome::{Outcome, Status};
 
 pub mod csv;
 pub mod folder;
+pub mod markdown;
 pub mod meta;
+pub mod schema;
 
 pub use meta::{MemoryRecord, ToolRecord};
 
@@ -34,7 +36,7 @@ pub fn device_slug(name: &str) -> String {
 }
 
 /// The device a run used, as far as it is known.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct DeviceRecord {
     pub name: String,
     pub device_type: String,
@@ -53,7 +55,7 @@ pub struct DeviceRecord {
 }
 
 /// One case's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CaseRecord {
     pub name: String,
     pub path: String,
@@ -65,8 +67,8 @@ pub struct CaseRecord {
 /// `schema_version` are version 1 (one `status` per case, verdicts included).
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// A whole run.
-#[derive(Clone, Debug, Serialize)]
+/// A whole run: `results.json`.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     pub tool: ToolRecord,
@@ -134,56 +136,6 @@ impl Report {
                 device_slug(t)
             ),
         }
-    }
-
-    /// The Markdown summary: counts, then a table of failures and skips.
-    pub fn markdown(&self) -> String {
-        let mut out = format!(
-            "# vkcopy-suite on {}{}\n\nDriver: {}, Vulkan {}, policy `{}`.\n\n**{}**\n\n",
-            self.device.name,
-            self.simulated_memory
-                .as_deref()
-                .map(|t| format!(", simulating {t}"))
-                .unwrap_or_default(),
-            self.device.driver,
-            self.device.api_version,
-            self.policy,
-            self.summary()
-        );
-        let measured: Vec<String> = self
-            .cases
-            .iter()
-            .flat_map(|c| {
-                c.outcome
-                    .measurements
-                    .iter()
-                    .map(move |m| format!("| {} | {} |\n", c.name, m.table_row()))
-            })
-            .collect();
-        if !measured.is_empty() {
-            out.push_str(
-                "## Throughput (GB/s = 1e9 bytes/s, host clock; GPU: timestamps)\n\n\
-                 | case | copy | bytes | best GB/s | median GB/s | best us | GPU best us | ratio |\n\
-                 |---|---|---|---|---|---|---|---|\n",
-            );
-            out.extend(measured);
-            out.push('\n');
-        }
-        out.push_str("| case | status | seconds | message |\n|---|---|---|---|\n");
-        for c in &self.cases {
-            let msg = c
-                .outcome
-                .message
-                .lines()
-                .next()
-                .unwrap_or("")
-                .replace('|', "\\|");
-            out.push_str(&format!(
-                "| {} | {:?} | {:.3} | {} |\n",
-                c.name, c.outcome.status, c.outcome.seconds, msg
-            ));
-        }
-        out
     }
 
     /// JUnit XML, one test case per case, for CI viewers.
