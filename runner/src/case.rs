@@ -26,6 +26,16 @@ pub struct CaseFile {
     /// The Halide test this case mirrors, e.g. `test/correctness/device_crop.cpp`.
     #[serde(default)]
     pub mirrors: Option<String>,
+    /// Labels to select cases by (`vkcopy-suite run --tags perf,slow`): lower case
+    /// letters, digits, `-` and `_`.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub tags: Vec<Spanned<String>>,
+    /// The longest the case may run, in seconds, before the runner kills it as
+    /// `timeout`; default `vkcopy-suite run --timeout` (120).
+    #[serde(default)]
+    #[schemars(with = "Option<f64>", range(min = 0.001))]
+    pub timeout: Option<Spanned<f64>>,
     /// What the device must offer; otherwise the case is skipped.
     #[serde(default)]
     pub requires: Requires,

@@ -35,7 +35,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
         Ok(c) => c,
         Err(e) => {
             let m = format!("cannot create a Vulkan context: {e}");
-            return Outcome::new(Status::Fail, m, start.elapsed());
+            return Outcome::new(status_of(&e), m, start.elapsed());
         }
     };
     if let Some(why) = plan.unmet(ctx.info().device_type) {
@@ -53,11 +53,14 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             unwaited.join(", ")
         ));
     }
-    let mut skip = None;
+    let (mut skip, mut failed) = (None, Status::Fail);
     match result {
         Ok(()) => {}
         Err((Status::Skip, m)) => skip = Some(m),
-        Err((_, m)) => problems.push(m),
+        Err((s, m)) => {
+            failed = s;
+            problems.push(m)
+        }
     }
     let leaks = ctx.leak_check();
     if !leaks.is_empty() {
@@ -74,7 +77,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     let mut out = match (skip, problems.is_empty()) {
         (Some(why), true) => Outcome::new(Status::Skip, why, start.elapsed()),
         (None, true) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
-        (_, false) => Outcome::new(Status::Fail, problems.join("\n"), start.elapsed()),
+        (_, false) => Outcome::new(failed, problems.join("\n"), start.elapsed()),
     };
     out.placements = ctx
         .stats()
@@ -109,17 +112,38 @@ fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
 /// skipped (the device lacks a feature), and why.
 fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, String)> {
     for (i, d) in plan.buffers.iter().enumerate() {
-        let b = new_buffer(d).map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name)))?;
+        let b = new_buffer(d).map_err(|e| (status_of(&e), format!("buffer {}: {e}", d.name)))?;
         state.put(i, b);
     }
     for op in &plan.ops {
         steps::run(op, state).map_err(|e| {
-            let status = match e {
+            let status = match &e {
                 StepError::Unsupported(_) => Status::Skip,
-                _ => Status::Fail,
+                StepError::Runtime(e) => status_of(e),
+                StepError::Check(_) => Status::Fail,
             };
             (status, format!("{}: {e}", op.place()))
         })?;
     }
     Ok(())
+}
+
+/// The status of a case that stopped on a runtime error: the device was lost,
+/// memory ran out, a wait timed out, or (any other error) it failed.
+pub fn status_of(e: &Error) -> Status {
+    use crate::rt::VkResult;
+    match e {
+        Error::DeviceLost(_) => Status::DeviceLost,
+        Error::Vulkan {
+            result: VkResult::ERROR_DEVICE_LOST,
+            ..
+        } => Status::DeviceLost,
+        Error::DeviceMallocFailed(_)
+        | Error::Vulkan {
+            result: VkResult::ERROR_OUT_OF_DEVICE_MEMORY | VkResult::ERROR_OUT_OF_HOST_MEMORY,
+            ..
+        } => Status::ResourceError,
+        Error::Timeout { .. } => Status::Timeout,
+        _ => Status::Fail,
+    }
 }

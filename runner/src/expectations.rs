@@ -1,21 +1,26 @@
-//! Known failures per driver (or per policy): `reports/expectations/*.yaml`.
+//! Known failures and known flakes per driver (or per policy):
+//! `reports/expectations/*.yaml`.
 //!
 //! ```yaml
 //! # Why this list exists, in a comment.
 //! expected_failures:
 //!   - { case: "perf::readback_64mib", reason: "the old policy stages readback in BAR-mapped VRAM" }
 //!   - { case: "regressions::seed_readback::*", reason: "..." }   # globs allowed
+//!   - { case: "basic::x", reason: "driver bug", status: [crash] }  # only these statuses
+//! known_flakes:
+//!   - { case: "perf::*", reason: "timing on a shared machine" }
 //! ```
 //! A listed case that fails is an expected failure; one that passes is an
 //! unexpected pass and fails the run until the entry is removed, as in Mesa's
-//! deqp-runner baselines.
+//! deqp-runner baselines. A known flake that fails is a flake.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
 use crate::discover::name_matches;
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Status, Verdict};
+use crate::report::{CaseRecord, Report};
 use crate::requires::DeviceReq;
 use crate::rt::DeviceType;
 
@@ -24,6 +29,8 @@ use crate::rt::DeviceType;
 struct File {
     #[serde(default)]
     expected_failures: Vec<Entry>,
+    #[serde(default)]
+    known_flakes: Vec<Entry>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -36,12 +43,33 @@ struct Entry {
     /// when left out.
     #[serde(default)]
     device_types: Vec<String>,
+    /// The failing statuses expected (`fail`, `crash`, `timeout`, `device_lost`,
+    /// `resource_error`); any failing status when left out.
+    #[serde(default)]
+    status: Vec<Status>,
+}
+
+impl Entry {
+    fn matches(&self, name: &str) -> bool {
+        self.case == name || name_matches(&self.case, name)
+    }
 }
 
 /// A loaded expectations file.
 #[derive(Clone, Debug, Default)]
 pub struct Expectations {
     entries: Vec<Entry>,
+    flakes: Vec<Entry>,
+}
+
+/// A case's attempts judged against the expectations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// The matching entry's reason, if any.
+    pub reason: Option<String>,
+    /// What to add to the case's message (why this verdict), empty when nothing.
+    pub note: String,
 }
 
 impl Expectations {
@@ -53,14 +81,18 @@ impl Expectations {
             let first = e.to_string().lines().next().unwrap_or("").to_owned();
             format!("{}:{l}:{c}: {first}", path.display())
         })?;
-        if let Some(e) = file
-            .expected_failures
-            .iter()
-            .find(|e| e.reason.trim().is_empty())
-        {
+        let all = || file.expected_failures.iter().chain(&file.known_flakes);
+        if let Some(e) = all().find(|e| e.reason.trim().is_empty()) {
             return Err(format!("{}: {} has no reason", path.display(), e.case));
         }
-        for e in &file.expected_failures {
+        if let Some(e) = all().find(|e| e.status.iter().any(|s| !s.is_failure())) {
+            return Err(format!(
+                "{}: {}: status lists only failing statuses (fail, crash, timeout, device_lost, resource_error)",
+                path.display(),
+                e.case
+            ));
+        }
+        for e in all() {
             if let Some(t) = e
                 .device_types
                 .iter()
@@ -75,18 +107,28 @@ impl Expectations {
         }
         Ok(Expectations {
             entries: file.expected_failures,
+            flakes: file.known_flakes,
         })
+    }
+
+    /// The entries of both lists; those of `other` after these.
+    pub fn merged(mut self, other: Expectations) -> Self {
+        self.entries.extend(other.entries);
+        self.flakes.extend(other.flakes);
+        self
     }
 
     /// The entries that apply to a device of type `t`.
     pub fn for_device(mut self, t: DeviceType) -> Self {
-        self.entries.retain(|e| {
+        let applies = |e: &Entry| {
             e.device_types.is_empty()
                 || e.device_types
                     .iter()
                     .filter_map(|d| DeviceReq::parse(d))
                     .any(|r| r.accepts(t))
-        });
+        };
+        self.entries.retain(applies);
+        self.flakes.retain(applies);
         self
     }
 
@@ -94,7 +136,15 @@ impl Expectations {
     pub fn reason(&self, name: &str) -> Option<&str> {
         self.entries
             .iter()
-            .find(|e| e.case == name || name_matches(&e.case, name))
+            .find(|e| e.matches(name))
+            .map(|e| e.reason.as_str())
+    }
+
+    /// Why `name` is a known flake, if it is.
+    pub fn flake_reason(&self, name: &str) -> Option<&str> {
+        self.flakes
+            .iter()
+            .find(|e| e.matches(name))
             .map(|e| e.reason.as_str())
     }
 
@@ -102,31 +152,144 @@ impl Expectations {
     pub fn unmatched<'a>(&'a self, names: &[String]) -> Vec<&'a str> {
         self.entries
             .iter()
-            .filter(|e| {
-                !names
-                    .iter()
-                    .any(|n| e.case == *n || name_matches(&e.case, n))
-            })
+            .chain(&self.flakes)
+            .filter(|e| !names.iter().any(|n| e.matches(n)))
             .map(|e| e.case.as_str())
             .collect()
     }
 
-    /// Applies the list to an outcome.
-    pub fn apply(&self, name: &str, mut out: Outcome) -> Outcome {
-        let Some(reason) = self.reason(name) else {
-            return out;
+    /// The verdict on the statuses of a case's attempts, in order: a failure that
+    /// passes on a re-run is a flake; a failure listed with its status is an
+    /// expected failure; a failure of a known flake is a flake.
+    pub fn judge(&self, name: &str, attempts: &[Status]) -> Judgement {
+        let judged = |verdict, reason: Option<&str>, note: String| Judgement {
+            verdict,
+            reason: reason.map(str::to_owned),
+            note,
         };
-        match out.status {
-            Status::Fail => {
-                out.status = Status::ExpectedFail;
-                out.message = format!("expected failure ({reason}): {}", out.message);
+        let first = attempts.first().copied().unwrap_or(Status::Skip);
+        let entry = self.entries.iter().find(|e| e.matches(name));
+        let listed = entry.map(|e| e.reason.as_str());
+        match first {
+            Status::Skip => judged(Verdict::Skip, None, String::new()),
+            Status::Pass => match listed {
+                Some(r) => judged(
+                    Verdict::UnexpectedPass,
+                    listed,
+                    format!("listed as an expected failure ({r}) but passed: remove it from the expectations"),
+                ),
+                None => judged(Verdict::Pass, None, String::new()),
+            },
+            failed => {
+                if let Some(n) = attempts.iter().position(|s| *s == Status::Pass) {
+                    let note = format!("flake: {failed}, then passed on attempt {}", n + 1);
+                    return judged(Verdict::Flake, self.flake_reason(name), note);
+                }
+                if let Some(e) = entry {
+                    if e.status.is_empty() || e.status.contains(&failed) {
+                        let note = format!("expected failure ({})", e.reason);
+                        return judged(Verdict::ExpectedFail, listed, note);
+                    }
+                    let want: Vec<&str> = e.status.iter().map(|s| s.name()).collect();
+                    let note = format!(
+                        "listed as an expected {} ({}) but the status is {failed}",
+                        want.join(" or "),
+                        e.reason
+                    );
+                    return judged(Verdict::Fail, listed, note);
+                }
+                if let Some(r) = self.flake_reason(name) {
+                    return judged(Verdict::Flake, Some(r), format!("known flake ({r})"));
+                }
+                judged(Verdict::Fail, None, String::new())
             }
-            Status::Pass => {
-                out.status = Status::UnexpectedPass;
-                out.message = format!("listed as an expected failure ({reason}) but passed: remove it from the expectations");
-            }
-            _ => {}
         }
-        out
     }
+}
+
+/// The expectations file `old` (its text, if there is one) brought up to date
+/// with `report`: an entry whose cases all passed is removed, a failure that no
+/// entry covers is added with its status (reason: the status and message), a
+/// flake no known flake covers is added to `known_flakes`. Entries for cases
+/// the run did not have are kept; so are the comment lines at the top.
+pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
+    let file: File = match old {
+        Some(src) => serde_saphyr::from_str(src).map_err(|e| e.to_string())?,
+        None => File {
+            expected_failures: Vec::new(),
+            known_flakes: Vec::new(),
+        },
+    };
+    let failing = |c: &CaseRecord| matches!(c.verdict, Verdict::Fail | Verdict::ExpectedFail);
+    let mut expected: Vec<Entry> = file
+        .expected_failures
+        .into_iter()
+        .filter(|e| {
+            let mut cases = report.cases.iter().filter(|c| e.matches(&c.name));
+            let ran: Vec<&CaseRecord> = cases.by_ref().collect();
+            ran.is_empty() || ran.iter().any(|c| failing(c))
+        })
+        .collect();
+    let mut flakes = file.known_flakes;
+    for c in &report.cases {
+        let first = c.outcome.message.lines().next().unwrap_or("").trim();
+        if failing(c) && !expected.iter().any(|e| e.matches(&c.name)) {
+            expected.push(Entry {
+                case: c.name.clone(),
+                reason: format!("{} on {}: {first}", c.outcome.status, report.device.name),
+                device_types: Vec::new(),
+                status: vec![c.outcome.status],
+            });
+        }
+        if c.verdict == Verdict::Flake && !flakes.iter().any(|e| e.matches(&c.name)) {
+            flakes.push(Entry {
+                case: c.name.clone(),
+                reason: format!(
+                    "{} on {}, then passed on a re-run",
+                    c.outcome.status, report.device.name
+                ),
+                device_types: Vec::new(),
+                status: Vec::new(),
+            });
+        }
+    }
+    let mut text: String = old
+        .unwrap_or("")
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    if text.is_empty() {
+        text = format!(
+            "# Known failures and flakes on {} under the {} policy, written by\n# `vkcopy-suite run --update-expectations`; give each a real reason.\n",
+            report.device.name, report.policy
+        );
+    }
+    for (key, list) in [("expected_failures", &expected), ("known_flakes", &flakes)] {
+        if list.is_empty() {
+            text.push_str(&format!("{key}: []\n"));
+            continue;
+        }
+        text.push_str(&format!("{key}:\n"));
+        for e in list {
+            text.push_str(&format!("  - case: {}\n", quoted(&e.case)));
+            text.push_str(&format!("    reason: {}\n", quoted(&e.reason)));
+            if !e.device_types.is_empty() {
+                text.push_str(&format!(
+                    "    device_types: [{}]\n",
+                    e.device_types.join(", ")
+                ));
+            }
+            if !e.status.is_empty() {
+                let names: Vec<&str> = e.status.iter().map(|s| s.name()).collect();
+                text.push_str(&format!("    status: [{}]\n", names.join(", ")));
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// A YAML double-quoted string (JSON's escapes are YAML's).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }

@@ -14,9 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use vkcopy_suite::discover::{case_files, cases_root, check_pattern};
-use vkcopy_suite::outcome::Status;
 use vkcopy_suite::plan;
-use vkcopy_suite::report::CaseRecord;
 use vkcopy_suite::rt::{Context, ContextOptions, MemoryRequest, MemoryTable, Policy, Role};
 use vkcopy_suite::suite::{Config, Suite};
 
@@ -33,27 +31,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs the cases on the default device (VKCOPY_DEVICE / VKCOPY_DEVICE_TYPE pick another).
-    Run {
-        /// Only cases whose name matches this glob, e.g. `halide::*` or `*crop*`.
+    /// Runs the cases on the default device (VKCOPY_DEVICE / VKCOPY_DEVICE_TYPE pick
+    /// another), each in a worker process.
+    #[command(after_help = env_help())]
+    Run(Box<RunArgs>),
+    /// Runs case files named on stdin, one result line each (what `run` starts).
+    #[command(hide = true)]
+    Worker {
         #[arg(long)]
-        filter: Option<String>,
-        /// Memory-type selection policy: vkcopy, halide or halide-legacy.
+        cases: PathBuf,
         #[arg(long)]
         policy: Option<Policy>,
-        /// The cases folder.
-        #[arg(long)]
-        cases: Option<PathBuf>,
-        /// Where reports go: <DIR>/<device>/results.json and summary.md.
-        #[arg(long, default_value = "reports/out")]
-        report_dir: PathBuf,
-        /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
         #[arg(long)]
         simulate_memory: Option<PathBuf>,
-        /// Known failures (reports/expectations/*.yaml); default: the file named after
-        /// the device in reports/expectations/, if there is one.
         #[arg(long)]
-        expectations: Option<PathBuf>,
+        validation: bool,
     },
     /// Prints the memory type a policy picks for a request on a recorded table.
     Select {
@@ -154,24 +146,89 @@ enum Command {
     },
 }
 
+/// `vkcopy-suite run`'s options.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Only cases whose name matches this glob, e.g. `halide::*` or `*crop*`.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Only cases with any of these tags (comma-separated; `tags:` in a case).
+    #[arg(long, value_delimiter = ',')]
+    tags: Vec<String>,
+    /// Only the K-th of N shards (1-based), e.g. 2/3: the union of 1/N..N/N is the
+    /// whole selection, each case in exactly one.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// Only the cases that failed (or were flaky) in this results.json.
+    #[arg(long, value_name = "REPORT")]
+    rerun_failed: Option<PathBuf>,
+    /// Cases at once, each in its own worker process and Vulkan context.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+    /// The time limit of a case without its own `timeout:`, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = vkcopy_suite::schedule::DEFAULT_TIMEOUT.as_secs_f64())]
+    timeout: f64,
+    /// Re-run a failing case up to N times; a pass on a re-run is a flake.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
+    /// Flakes fail the run (they are reported either way).
+    #[arg(long)]
+    strict: bool,
+    /// The Khronos validation layer with synchronization validation; any message
+    /// fails the case (as VKCOPY_VALIDATION=1).
+    #[arg(long)]
+    validation: bool,
+    /// Memory-type selection policy: vkcopy, halide or halide-legacy.
+    #[arg(long)]
+    policy: Option<Policy>,
+    /// The cases folder.
+    #[arg(long)]
+    cases: Option<PathBuf>,
+    /// Where reports go: <DIR>/<device>/results.json and summary.md.
+    #[arg(long, default_value = "reports/out")]
+    report_dir: PathBuf,
+    /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
+    #[arg(long)]
+    simulate_memory: Option<PathBuf>,
+    /// Expectation files (known failures and flakes), repeatable; default:
+    /// reports/expectations/<device>.yaml and, under another policy than vkcopy,
+    /// policy-<policy>.yaml, those that exist.
+    #[arg(long)]
+    expectations: Vec<PathBuf>,
+    /// Write the expectations from this run: failures listed, passes removed (into
+    /// the one --expectations file, else the policy's or the device's file).
+    #[arg(long)]
+    update_expectations: bool,
+    /// Run the cases in this process: no crash isolation, no time limit (for a debugger).
+    #[arg(long)]
+    in_process: bool,
+}
+
+/// The environment variables of a run, for `run --help`.
+fn env_help() -> String {
+    let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
+    vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
+    vars.push((
+        vkcopy_suite::hook::VAR,
+        "debug builds only, for the runner's tests: ACTION:GLOB,... with ACTION panic, abort, hang or flake",
+    ));
+    let mut text = "Environment (workers inherit it):\n".to_owned();
+    for (name, what) in vars {
+        text.push_str(&format!("  {name:<24} {what}\n"));
+    }
+    text
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run {
-            filter,
-            policy,
+        Command::Run(args) => run(*args),
+        Command::Worker {
             cases,
-            report_dir,
-            simulate_memory,
-            expectations,
-        } => run(
-            filter,
             policy,
-            cases,
-            report_dir,
             simulate_memory,
-            expectations,
-        ),
+            validation,
+        } => worker(&cases, policy, simulate_memory, validation),
         Command::Select {
             table,
             request,
@@ -478,40 +535,103 @@ fn list(cases: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn run(
-    filter: Option<String>,
+/// The environment's options with the command line's on top.
+fn options(
     policy: Option<Policy>,
-    cases: Option<PathBuf>,
-    report_dir: PathBuf,
-    simulate_memory: Option<PathBuf>,
-    expectations: Option<PathBuf>,
-) -> ExitCode {
-    let fail = |e: String| {
-        eprintln!("error: {e}");
-        ExitCode::from(2)
-    };
-    if let Some(f) = &filter {
-        if let Err(e) = check_pattern(f) {
-            return fail(format!("--filter {e}"));
-        }
-    }
-    let mut options = match ContextOptions::from_env() {
-        Ok(o) => o,
-        Err(e) => return fail(e.to_string()),
-    };
+    simulate_memory: Option<&std::path::Path>,
+    validation: bool,
+) -> Result<ContextOptions, String> {
+    let mut options = ContextOptions::from_env().map_err(|e| e.to_string())?;
     if let Some(p) = policy {
         options.policy = p;
     }
     if let Some(path) = simulate_memory {
-        match MemoryTable::from_yaml_file(&path) {
-            Ok(t) => options.simulate_memory = Some(t),
-            Err(e) => return fail(e.to_string()),
+        options.simulate_memory =
+            Some(MemoryTable::from_yaml_file(path).map_err(|e| e.to_string())?);
+    }
+    options.validation |= validation;
+    Ok(options)
+}
+
+fn worker(
+    cases: &std::path::Path,
+    policy: Option<Policy>,
+    simulate_memory: Option<PathBuf>,
+    validation: bool,
+) -> ExitCode {
+    let served = options(policy, simulate_memory.as_deref(), validation)
+        .and_then(|o| vkcopy_suite::worker::serve(cases, &o, std::io::stdin().lock()));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
+}
+
+/// The names of the cases that failed or were flaky in a results.json.
+fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let report: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cases = report["cases"]
+        .as_array()
+        .ok_or_else(|| format!("{}: no `cases` list: not a results.json", path.display()))?;
+    Ok(cases
+        .iter()
+        .filter(|c| {
+            let v = c["verdict"].as_str().or(c["status"].as_str()).unwrap_or("");
+            matches!(v, "fail" | "unexpected_pass" | "flake")
+        })
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    use vkcopy_suite::schedule::{self, Schedule};
+    use vkcopy_suite::suite::{parse_shard, Selection};
+    use vkcopy_suite::worker::{Overrides, Spawn};
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    if let Some(f) = &args.filter {
+        if let Err(e) = check_pattern(f) {
+            return fail(format!("--filter {e}"));
+        }
+    }
+    let shard = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("--shard {e}")),
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return fail(format!(
+            "--timeout {}: a number of seconds above 0",
+            args.timeout
+        ));
+    }
+    let names = match args.rerun_failed.as_deref().map(failed_names).transpose() {
+        Ok(n) => n,
+        Err(e) => return fail(format!("--rerun-failed {e}")),
+    };
+    if names.as_ref().is_some_and(|n| n.is_empty()) {
+        out!("nothing to re-run: no case failed in the report");
+        return ExitCode::SUCCESS;
+    }
+    let options = match options(
+        args.policy,
+        args.simulate_memory.as_deref(),
+        args.validation,
+    ) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let root = args.cases.clone().unwrap_or_else(cases_root);
     let config = Config {
-        cases: cases.unwrap_or_else(cases_root),
+        cases: root.clone(),
         options,
-        expectations,
+        expectations: args.expectations.clone(),
     };
     let suite = match Suite::open(config) {
         Ok(s) => s,
@@ -527,26 +647,66 @@ fn run(
         ),
         Err(e) => out!("no Vulkan device: {e}"),
     }
-    if let Some(path) = &suite.expectations_file {
+    for path in &suite.expectations_files {
         out!("expectations: {}", path.display());
     }
     if let Some(t) = &suite.options.simulate_memory {
         out!("simulating the memory table of {}", t.name);
     }
-    let report = match suite.run_all(filter.as_deref(), print_case) {
-        Ok(r) => r,
+    let selection = Selection {
+        filter: args.filter.clone(),
+        tags: args.tags.clone(),
+        names,
+        shard,
+    };
+    let entries = match suite.select(&selection) {
+        Ok(e) => e,
         Err(e) => return fail(e),
     };
-    match report.write(&report_dir) {
+    let spawn = match std::env::current_exe() {
+        Ok(exe) if !args.in_process => {
+            let overrides = Overrides {
+                policy: args.policy.map(|p| p.to_string()),
+                simulate_memory: args.simulate_memory.clone(),
+                validation: args.validation,
+            };
+            Some(Spawn::new(&exe, &root, &overrides))
+        }
+        Ok(_) => None,
+        Err(e) => return fail(format!("cannot find this program to start workers: {e}")),
+    };
+    let plan = Schedule {
+        jobs: args.jobs as usize,
+        retries: args.retries,
+        timeout: std::time::Duration::from_secs_f64(args.timeout),
+        spawn,
+    };
+    let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
+    let clock = std::time::Instant::now();
+    let mut report = suite.report();
+    report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
+    report.seconds = clock.elapsed().as_secs_f64();
+    progress.finish();
+    match report.write(&args.report_dir) {
         Ok(dir) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}",
-            report_dir.display()
+            args.report_dir.display()
         ),
     }
-    if filter.is_none() {
+    let whole = selection.filter.is_none()
+        && selection.tags.is_empty()
+        && selection.names.is_none()
+        && selection.shard.is_none();
+    if whole {
         for stale in suite.stale_expectations(&report) {
             eprintln!("warning: the expectations entry '{stale}' matches no case");
+        }
+    }
+    if args.update_expectations {
+        match update_expectations(&suite, &args, &report) {
+            Ok(path) => out!("wrote {}", path.display()),
+            Err(e) => return fail(e),
         }
     }
     let summary = report.summary();
@@ -554,28 +714,41 @@ fn run(
         out!("{} expected failures", summary.expected_failures);
     }
     out!("{summary}");
-    if summary.failed > 0 {
+    if report
+        .cases
+        .iter()
+        .any(|c| c.verdict.fails_run(args.strict))
+    {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     }
 }
 
-fn print_case(c: &CaseRecord) {
-    let (name, outcome) = (&c.name, &c.outcome);
-    match outcome.status {
-        Status::Pass => out!("pass  {name} ({:.2} s)", outcome.seconds),
-        Status::Skip => out!("skip  {name}: {}", outcome.message),
-        Status::ExpectedFail => out!(
-            "xfail {name}: {}",
-            outcome.message.lines().next().unwrap_or("")
-        ),
-        Status::Fail | Status::UnexpectedPass => out!(
-            "FAIL  {name}\n      {}",
-            outcome.message.replace('\n', "\n      ")
-        ),
+/// Writes the expectations of `report` into the file `--update-expectations` names.
+fn update_expectations(
+    suite: &Suite,
+    args: &RunArgs,
+    report: &vkcopy_suite::report::Report,
+) -> Result<PathBuf, String> {
+    let path = match (args.expectations.as_slice(), &suite.device) {
+        ([one], _) => one.clone(),
+        ([], Ok(d)) => vkcopy_suite::suite::default_expectations(
+            &suite.root,
+            &d.record.name,
+            suite.options.policy,
+        )
+        .pop()
+        .unwrap_or_default(),
+        ([], Err(e)) => return Err(format!("--update-expectations: no device: {e}")),
+        _ => return Err("--update-expectations: name one --expectations file to write".into()),
+    };
+    let old = std::fs::read_to_string(&path).ok();
+    let text = vkcopy_suite::expectations::updated(old.as_deref(), report)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    for m in &outcome.measurements {
-        out!("      measured {}", m.summary());
-    }
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }

@@ -1,39 +1,149 @@
-//! What running a case gives: its verdict, message, placements and timed copies.
+//! What running a case gives: the case's own [`Status`], its [`Verdict`]
+//! against the expectations, message, placements and timed copies.
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::rt::Placement;
 
-/// The verdict of one case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+/// What the case itself did, whatever the expectations say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,
+    /// A check failed, a step returned an error, or the case does not load.
+    Fail,
+    /// The device cannot run the case (its type, a missing feature).
+    Skip,
+    /// The worker running the case died: a panic, abort or signal (driver bugs).
+    Crash,
+    /// The case ran past its time limit and was killed, or a wait for the device
+    /// timed out.
+    Timeout,
+    /// `VK_ERROR_DEVICE_LOST`: the device stopped answering.
+    DeviceLost,
+    /// Device or host memory ran out (`device_malloc_failed`, `VK_ERROR_OUT_OF_*_MEMORY`).
+    ResourceError,
+}
+
+impl Status {
+    /// Every status, in report order.
+    pub const ALL: [Status; 7] = [
+        Status::Pass,
+        Status::Fail,
+        Status::Skip,
+        Status::Crash,
+        Status::Timeout,
+        Status::DeviceLost,
+        Status::ResourceError,
+    ];
+
+    /// Whether the case did not pass (a skip is not a failure).
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Status::Pass | Status::Skip)
+    }
+
+    /// The name as reports write it: `device_lost`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+            Status::Crash => "crash",
+            Status::Timeout => "timeout",
+            Status::DeviceLost => "device_lost",
+            Status::ResourceError => "resource_error",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The status judged against the expectations (known failures and known flakes)
+/// and the re-runs; this, not the status, decides whether the run fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    /// A failing status not listed as expected.
     Fail,
     Skip,
-    /// Failed, and listed in the expectations file as a known failure (CTS "xfail").
+    /// A failing status listed in the expectations file (CTS "xfail").
     ExpectedFail,
     /// Passed, but listed as a known failure: the list is out of date, which fails the
     /// run until it is updated (deqp-runner's "UnexpectedImprovement").
     UnexpectedPass,
+    /// Failed, then passed on a re-run (`--retries`), or failed while listed as a
+    /// known flake. Reported; fails the run only under `--strict`.
+    Flake,
 }
 
-/// What running a case gave.
-#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+impl Verdict {
+    /// Every verdict, in report order.
+    pub const ALL: [Verdict; 6] = [
+        Verdict::Pass,
+        Verdict::Fail,
+        Verdict::Skip,
+        Verdict::ExpectedFail,
+        Verdict::UnexpectedPass,
+        Verdict::Flake,
+    ];
+
+    /// Whether this verdict fails the run; flakes only when `strict`.
+    pub fn fails_run(self, strict: bool) -> bool {
+        match self {
+            Verdict::Fail | Verdict::UnexpectedPass => true,
+            Verdict::Flake => strict,
+            Verdict::Pass | Verdict::Skip | Verdict::ExpectedFail => false,
+        }
+    }
+
+    /// The name as reports write it: `expected_fail`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Skip => "skip",
+            Verdict::ExpectedFail => "expected_fail",
+            Verdict::UnexpectedPass => "unexpected_pass",
+            Verdict::Flake => "flake",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What running a case once gave (one attempt).
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub status: Status,
     /// Why it failed or was skipped; empty on a pass.
     pub message: String,
     pub seconds: f64,
     /// Where the case's allocations landed.
+    #[serde(default)]
     pub placements: Vec<PlacementRecord>,
     /// Timed copies.
+    #[serde(default)]
     pub measurements: Vec<Measurement>,
+    /// What a crashed or killed worker printed while running the case (stdout and
+    /// stderr, the last lines); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
 
 /// One `measure` step's result. Seconds by the host clock around the whole copy
 /// unless named `gpu_`; GB/s are 1e9 bytes/s.
-#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     /// `copy_to_host g`, `copy_to_device g`, `device_to_device a -> b`.
     pub what: String,
@@ -61,7 +171,7 @@ pub struct Measurement {
 }
 
 /// A measurement against a reference measured in the same run.
-#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ratio {
     /// `host_memcpy`, or the name of another measure of the case.
     pub of: String,
@@ -121,7 +231,7 @@ impl Measurement {
 }
 
 /// A placement as it goes into reports.
-#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlacementRecord {
     pub role: String,
     pub memory_type: u32,
@@ -130,7 +240,8 @@ pub struct PlacementRecord {
     pub bytes: u64,
     pub fallbacks: u32,
     /// The caller's host memory imported for the copy (`VK_EXT_external_memory_host`)
-    /// rather than a staging buffer.
+    /// rather than a staging buffer. Absent in reports before this field.
+    #[serde(default)]
     pub imported: bool,
 }
 
@@ -161,6 +272,7 @@ impl Outcome {
             seconds: took.as_secs_f64(),
             placements: Vec::new(),
             measurements: Vec::new(),
+            output: String::new(),
         }
     }
 }

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Outcome, Verdict};
 
 pub mod csv;
 pub mod folder;
@@ -36,7 +36,8 @@ pub fn device_slug(name: &str) -> String {
 }
 
 /// The device a run used, as far as it is known.
-#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct DeviceRecord {
     pub name: String,
     pub device_type: String,
@@ -54,11 +55,22 @@ pub struct DeviceRecord {
     pub extensions: Vec<String>,
 }
 
-/// One case's result.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+/// One case's result: its own status (in `outcome`, flattened: `status`,
+/// `message`, ...) and the verdict against the expectations.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
     pub name: String,
     pub path: String,
+    pub verdict: Verdict,
+    /// How many times the case ran: 1, more with `--retries` after a failure.
+    pub attempts: u32,
+    /// The expectation entry's reason, when the case is listed (known failure or flake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectation: Option<String>,
+    /// The case's `tags:`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The attempt the status comes from: the first failing one, else the last.
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -67,31 +79,43 @@ pub struct CaseRecord {
 /// `schema_version` are version 1 (one `status` per case, verdicts included).
 pub const SCHEMA_VERSION: u32 = 2;
 
+fn version_1() -> u32 {
+    1
+}
+
 /// A whole run: `results.json`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
+    #[serde(default = "version_1")]
     pub schema_version: u32,
+    #[serde(default)]
     pub tool: ToolRecord,
     pub device: DeviceRecord,
     /// The device's own memory table; None without a device.
+    #[serde(default)]
     pub memory: Option<MemoryRecord>,
     pub policy: String,
     /// The recorded memory table presented to the allocator, if any (`--simulate-memory`);
     /// placements then refer to its types.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub simulated_memory: Option<String>,
     /// Whether the Khronos validation layer was on (`VKCOPY_VALIDATION=1`).
+    #[serde(default)]
     pub validation: bool,
     /// The machine's host name.
+    #[serde(default)]
     pub host: String,
     /// When the run started, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(default)]
     pub started: String,
     /// How long the whole run took.
+    #[serde(default)]
     pub seconds: f64,
     pub cases: Vec<CaseRecord>,
 }
 
-/// Counts of a run.
+/// Counts of a run, by verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub passed: usize,
@@ -99,6 +123,7 @@ pub struct Summary {
     pub failed: usize,
     pub skipped: usize,
     pub expected_failures: usize,
+    pub flakes: usize,
 }
 
 impl std::fmt::Display for Summary {
@@ -107,7 +132,11 @@ impl std::fmt::Display for Summary {
             f,
             "{} passed, {} failed, {} skipped",
             self.passed, self.failed, self.skipped
-        )
+        )?;
+        if self.flakes > 0 {
+            write!(f, ", {} flaky", self.flakes)?;
+        }
+        Ok(())
     }
 }
 
@@ -115,12 +144,12 @@ impl Report {
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for c in &self.cases {
-            match c.outcome.status {
-                Status::Pass => s.passed += 1,
-                Status::Fail => s.failed += 1,
-                Status::Skip => s.skipped += 1,
-                Status::ExpectedFail => s.expected_failures += 1,
-                Status::UnexpectedPass => s.failed += 1,
+            match c.verdict {
+                Verdict::Pass => s.passed += 1,
+                Verdict::Fail | Verdict::UnexpectedPass => s.failed += 1,
+                Verdict::Skip => s.skipped += 1,
+                Verdict::ExpectedFail => s.expected_failures += 1,
+                Verdict::Flake => s.flakes += 1,
             }
         }
         s
@@ -143,15 +172,21 @@ impl Report {
         use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
         let mut suite = TestSuite::new(format!("vkcopy-suite on {}", self.device.name));
         for c in &self.cases {
-            let status = match c.outcome.status {
-                Status::Pass => TestCaseStatus::success(),
-                Status::Skip | Status::ExpectedFail => {
+            let status = match c.verdict {
+                Verdict::Pass | Verdict::Flake => TestCaseStatus::success(),
+                Verdict::Skip | Verdict::ExpectedFail => {
                     let mut s = TestCaseStatus::skipped();
                     s.set_message(c.outcome.message.clone());
                     s
                 }
-                Status::Fail | Status::UnexpectedPass => {
-                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                Verdict::Fail | Verdict::UnexpectedPass => {
+                    let kind = match c.outcome.status {
+                        crate::outcome::Status::Fail | crate::outcome::Status::Pass => {
+                            NonSuccessKind::Failure
+                        }
+                        _ => NonSuccessKind::Error,
+                    };
+                    let mut s = TestCaseStatus::non_success(kind);
                     s.set_message(c.outcome.message.lines().next().unwrap_or("").to_owned());
                     s.set_description(c.outcome.message.clone());
                     s

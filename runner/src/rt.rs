@@ -7,11 +7,13 @@ pub use vkcopy::types::{dense_dims, span_bytes};
 pub use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim, ElemType, Emulate,
     Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement, Policy, Role, Value,
-    COUNTER_NAMES, MAX_DIMS,
+    COUNTER_NAMES, ENVIRONMENT, MAX_DIMS,
 };
 
 /// Vulkan memory property flags, as placements report them.
 pub type MemoryPropertyFlags = vkcopy::ash::vk::MemoryPropertyFlags;
+/// What a Vulkan call returned, as [`Error::Vulkan`] carries it.
+pub type VkResult = vkcopy::ash::vk::Result;
 
 /// The expression language of cases; the device kernels compile it to WGSL.
 pub use vkcopy_kernels::expr;

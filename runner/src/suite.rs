@@ -11,7 +11,7 @@ use crate::outcome::{Outcome, Status};
 use crate::plan::{self, CasePlan};
 use crate::report::meta::driver_version_name;
 use crate::report::{device_slug, CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
-use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error};
+use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
 use crate::steps::compute;
 
 /// The device the suite runs on, as found by opening it once.
@@ -62,14 +62,84 @@ pub struct Config {
     /// The cases folder.
     pub cases: PathBuf,
     pub options: ContextOptions,
-    /// Known failures; default: `reports/expectations/<device>.yaml` next to the
-    /// cases folder, if there is one.
-    pub expectations: Option<PathBuf>,
+    /// Expectation files (known failures and flakes); default: those of
+    /// [`default_expectations`] that exist.
+    pub expectations: Vec<PathBuf>,
+}
+
+/// The expectation files a run reads by itself: `reports/expectations/<device>.yaml`
+/// next to the cases folder, and `policy-<policy>.yaml` under a policy other
+/// than the default.
+pub fn default_expectations(cases: &Path, device: &str, policy: Policy) -> Vec<PathBuf> {
+    let dir = cases.join("../reports/expectations");
+    let mut files = vec![dir.join(format!("{}.yaml", device_slug(device)))];
+    if policy != Policy::default() {
+        files.push(dir.join(format!("policy-{policy}.yaml")));
+    }
+    files
+}
+
+/// Which cases to run, besides what the device can run.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// A glob of names.
+    pub filter: Option<String>,
+    /// Cases with any of these tags.
+    pub tags: Vec<String>,
+    /// Only these names (a re-run of failures).
+    pub names: Option<Vec<String>>,
+    /// `(k, n)`: the k-th of n shards (1-based): the cases whose index in the
+    /// selection is k-1 modulo n.
+    pub shard: Option<(usize, usize)>,
+}
+
+impl Selection {
+    /// Whether a case of `name` and `tags` is selected (before sharding).
+    pub fn admits(&self, name: &str, tags: &[String]) -> bool {
+        self.filter.as_ref().is_none_or(|f| name_matches(f, name))
+            && (self.tags.is_empty() || self.tags.iter().any(|t| tags.contains(t)))
+            && self
+                .names
+                .as_ref()
+                .is_none_or(|n| n.iter().any(|x| x == name))
+    }
+
+    /// What the selection is, for an error saying that no case matches.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(f) = &self.filter {
+            parts.push(format!("matches '{f}'"));
+        }
+        if !self.tags.is_empty() {
+            parts.push(format!("has a tag of {}", self.tags.join(",")));
+        }
+        if self.names.is_some() {
+            parts.push("failed in the report".to_owned());
+        }
+        if let Some((k, n)) = self.shard {
+            parts.push(format!("is in shard {k}/{n}"));
+        }
+        parts.join(" and ")
+    }
+}
+
+/// Parses `K/N` (1 <= K <= N).
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("'{s}': expected K/N with 1 <= K <= N, e.g. 2/3");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 /// What the suite decided about a case before running it.
 #[derive(Clone, Debug)]
-pub enum Verdict {
+pub enum Decision {
     Run(Box<CasePlan>),
     /// The device cannot run it (its type, or kernels on an element type).
     Skip(String),
@@ -84,7 +154,9 @@ pub enum Verdict {
 pub struct Entry {
     pub name: String,
     pub path: PathBuf,
-    pub verdict: Verdict,
+    /// The case's `tags:` (none when it does not load).
+    pub tags: Vec<String>,
+    pub decision: Decision,
 }
 
 /// A suite ready to run: device probed, expectations loaded.
@@ -94,27 +166,28 @@ pub struct Suite {
     pub options: ContextOptions,
     pub device: Result<Device, String>,
     pub expectations: Expectations,
-    /// The file the expectations came from, if any.
-    pub expectations_file: Option<PathBuf>,
+    /// The files the expectations came from.
+    pub expectations_files: Vec<PathBuf>,
 }
 
 impl Suite {
     /// Probes the device and loads the expectations; errors are settings to fix.
     pub fn open(config: Config) -> Result<Suite, String> {
         let device = probe(&config.options).map_err(|e| e.to_string())?;
-        let default = device.as_ref().ok().map(|d| {
-            config
-                .cases
-                .join("../reports/expectations")
-                .join(format!("{}.yaml", device_slug(&d.record.name)))
-        });
-        let file = config
-            .expectations
-            .or_else(|| default.filter(|p| p.is_file()));
-        let mut expectations = match &file {
-            Some(path) => Expectations::load(path)?,
-            None => Expectations::default(),
+        let files = match (config.expectations.is_empty(), &device) {
+            (false, _) => config.expectations,
+            (true, Ok(d)) => {
+                default_expectations(&config.cases, &d.record.name, config.options.policy)
+                    .into_iter()
+                    .filter(|p| p.is_file())
+                    .collect()
+            }
+            (true, Err(_)) => Vec::new(),
         };
+        let mut expectations = Expectations::default();
+        for path in &files {
+            expectations = expectations.merged(Expectations::load(path)?);
+        }
         if let Ok(d) = &device {
             expectations = expectations.for_device(d.device_type);
         }
@@ -123,39 +196,79 @@ impl Suite {
             options: config.options,
             device,
             expectations,
-            expectations_file: file,
+            expectations_files: files,
         })
     }
 
     /// The cases whose name matches `filter` (all without one), planned.
     pub fn entries(&self, filter: Option<&str>) -> Result<Vec<Entry>, String> {
+        let selection = Selection {
+            filter: filter.map(str::to_owned),
+            ..Selection::default()
+        };
+        self.select(&selection)
+    }
+
+    /// The cases of `selection`, planned, in path order; an error when none is.
+    pub fn select(&self, selection: &Selection) -> Result<Vec<Entry>, String> {
         let mut out = Vec::new();
         for path in case_files(&self.root)? {
             let name = plan::case_name(&self.root, &path);
-            if filter.is_some_and(|f| !name_matches(f, &name)) {
+            // By name first: a case left out is not even loaded.
+            let by_name = Selection {
+                tags: Vec::new(),
+                ..selection.clone()
+            };
+            if !by_name.admits(&name, &[]) {
                 continue;
             }
-            let verdict = self.verdict(&path);
+            let (decision, tags) = self.decide(&path);
+            if !selection.admits(&name, &tags) {
+                continue;
+            }
             out.push(Entry {
                 name,
                 path,
-                verdict,
+                tags,
+                decision,
             });
+        }
+        if let Some((k, n)) = selection.shard {
+            out = out
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % n == k - 1)
+                .map(|(_, e)| e)
+                .collect();
+        }
+        if out.is_empty() {
+            let what = selection.describe();
+            let what = if what.is_empty() {
+                String::new()
+            } else {
+                format!(" that {what}")
+            };
+            return Err(format!("no case{what} in {}", self.root.display()));
         }
         Ok(out)
     }
 
-    fn verdict(&self, path: &Path) -> Verdict {
+    fn decide(&self, path: &Path) -> (Decision, Vec<String>) {
         let plan = match plan::load(&self.root, path) {
             Ok(p) => p,
-            Err(e) => return Verdict::Broken(e.to_string()),
+            Err(e) => return (Decision::Broken(e.to_string()), Vec::new()),
         };
+        let tags = plan.tags.clone();
+        (self.decide_plan(plan), tags)
+    }
+
+    fn decide_plan(&self, plan: CasePlan) -> Decision {
         if !plan.needs_device() {
-            return Verdict::Run(Box::new(plan));
+            return Decision::Run(Box::new(plan));
         }
         let device = match &self.device {
             Ok(d) => d,
-            Err(e) => return Verdict::NoDevice(e.clone()),
+            Err(e) => return Decision::NoDevice(e.clone()),
         };
         let unsupported = plan.kernel_elem_types().into_iter().find_map(|t| {
             device
@@ -165,38 +278,62 @@ impl Suite {
                 .map(|(_, why)| why.clone())
         });
         match plan.unmet(device.device_type).or(unsupported) {
-            Some(why) => Verdict::Skip(why),
-            None => Verdict::Run(Box::new(plan)),
+            Some(why) => Decision::Skip(why),
+            None => Decision::Run(Box::new(plan)),
         }
     }
 
-    /// Runs one case (or gives its verdict), with the expectations applied.
-    pub fn run(&self, entry: &Entry) -> Outcome {
-        let out = match &entry.verdict {
-            Verdict::Run(plan) => exec::run(plan, &self.options),
-            Verdict::Skip(why) => Outcome::new(Status::Skip, why.clone(), Default::default()),
-            Verdict::Broken(e) => Outcome::failed(e.clone()),
-            Verdict::NoDevice(e) => Outcome::failed(format!("needs a Vulkan device: {e}")),
-        };
-        self.expectations.apply(&entry.name, out)
+    /// Runs one case in this process (or gives the status decided before running).
+    pub fn run_once(&self, entry: &Entry) -> Outcome {
+        match &entry.decision {
+            Decision::Run(plan) => exec::run(plan, &self.options),
+            Decision::Skip(why) => Outcome::new(Status::Skip, why.clone(), Default::default()),
+            Decision::Broken(e) => Outcome::failed(e.clone()),
+            Decision::NoDevice(e) => Outcome::failed(format!("needs a Vulkan device: {e}")),
+        }
     }
 
-    /// Runs every case matching `filter`, calling `each` after each one; an
-    /// error when none matches.
-    pub fn run_all(
-        &self,
-        filter: Option<&str>,
-        mut each: impl FnMut(&CaseRecord),
-    ) -> Result<Report, String> {
-        let started = crate::stamp::utc_now();
-        let clock = std::time::Instant::now();
-        let mut report = Report {
+    /// Runs one case once in this process and judges it.
+    pub fn run(&self, entry: &Entry) -> CaseRecord {
+        self.judge(entry, vec![self.run_once(entry)])
+    }
+
+    /// The record of a case from its attempts (at least one): the verdict against
+    /// the expectations, and the outcome of the first failing attempt (else the last).
+    pub fn judge(&self, entry: &Entry, attempts: Vec<Outcome>) -> CaseRecord {
+        let statuses: Vec<Status> = attempts.iter().map(|o| o.status).collect();
+        let j = self.expectations.judge(&entry.name, &statuses);
+        let count = attempts.len() as u32;
+        let mut outcome = match attempts.iter().position(|o| o.status.is_failure()) {
+            Some(i) => attempts.into_iter().nth(i),
+            None => attempts.into_iter().last(),
+        }
+        .unwrap_or_else(|| Outcome::failed("the case never ran".into()));
+        outcome.message = match (j.note.is_empty(), outcome.message.is_empty()) {
+            (true, _) => outcome.message,
+            (false, true) => j.note,
+            (false, false) => format!("{}: {}", j.note, outcome.message),
+        };
+        CaseRecord {
+            name: entry.name.clone(),
+            path: entry.path.display().to_string(),
+            verdict: j.verdict,
+            attempts: count,
+            expectation: j.reason,
+            tags: entry.tags.clone(),
+            outcome,
+        }
+    }
+
+    /// An empty report of a run on this suite's device and policy, starting now.
+    pub fn report(&self) -> Report {
+        Report {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: ToolRecord::this(),
             memory: self.device.as_ref().ok().map(|d| d.memory.clone()),
             validation: self.options.validation,
             host: crate::stamp::host_name(),
-            started,
+            started: crate::stamp::utc_now(),
             seconds: 0.0,
             device: self
                 .device
@@ -210,23 +347,24 @@ impl Suite {
                 .as_ref()
                 .map(|t| t.name.clone()),
             cases: Vec::new(),
-        };
+        }
+    }
+
+    /// Runs every case matching `filter` in this process, calling `each` after
+    /// each one; an error when none matches.
+    pub fn run_all(
+        &self,
+        filter: Option<&str>,
+        mut each: impl FnMut(&CaseRecord),
+    ) -> Result<Report, String> {
+        let clock = std::time::Instant::now();
+        let mut report = self.report();
         for entry in self.entries(filter)? {
-            let record = CaseRecord {
-                outcome: self.run(&entry),
-                name: entry.name,
-                path: entry.path.display().to_string(),
-            };
+            let record = self.run(&entry);
             each(&record);
             report.cases.push(record);
         }
         report.seconds = clock.elapsed().as_secs_f64();
-        if report.cases.is_empty() {
-            let matching = filter
-                .map(|f| format!(" matches '{f}'"))
-                .unwrap_or_default();
-            return Err(format!("no case{matching} in {}", self.root.display()));
-        }
         Ok(report)
     }
 

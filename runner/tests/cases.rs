@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkcopy_suite::discover::cases_root;
-use vkcopy_suite::outcome::Status;
+use vkcopy_suite::outcome::Verdict;
 use vkcopy_suite::rt::ContextOptions;
-use vkcopy_suite::suite::{Config, Suite, Verdict};
+use vkcopy_suite::suite::{Config, Decision, Suite};
 
 fn main() {
     let args = Arguments::from_args();
@@ -23,16 +23,16 @@ fn main() {
     let config = Config {
         cases: cases_root(),
         options,
-        expectations: None,
+        expectations: Vec::new(),
     };
     let suite = Arc::new(Suite::open(config).unwrap_or_else(|e| exit(e)));
     let entries = suite.entries(None).unwrap_or_else(|e| exit(e));
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
     let mut trials = Vec::new();
     for entry in entries {
-        let ignored = match &entry.verdict {
-            Verdict::Skip(why) => Some(format!("skip: {why}")),
-            Verdict::NoDevice(_) if !in_ci => Some("no Vulkan device".to_owned()),
+        let ignored = match &entry.decision {
+            Decision::Skip(why) => Some(format!("skip: {why}")),
+            Decision::NoDevice(_) if !in_ci => Some("no Vulkan device".to_owned()),
             _ => None,
         };
         if let Some(kind) = ignored {
@@ -42,10 +42,13 @@ fn main() {
         }
         let suite = Arc::clone(&suite);
         trials.push(Trial::test(entry.name.clone(), move || {
-            let out = suite.run(&entry);
-            match out.status {
-                Status::Pass | Status::Skip | Status::ExpectedFail => Ok(()),
-                Status::Fail | Status::UnexpectedPass => Err(Failed::from(out.message)),
+            let record = suite.run(&entry);
+            match record.verdict.fails_run(false) {
+                false => Ok(()),
+                true => Err(Failed::from(format!(
+                    "{}: {}",
+                    record.outcome.status, record.outcome.message
+                ))),
             }
         }));
     }

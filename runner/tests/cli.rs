@@ -182,7 +182,7 @@ fn the_old_policy_fails_only_its_known_failures() {
     );
     assert!(std::fs::read_to_string(device.join("summary.md"))
         .unwrap()
-        .contains("| regressions::seed_readback::h200 | expected_fail |"));
+        .contains("| regressions::seed_readback::h200 | expected_fail | fail |"));
 }
 
 #[test]

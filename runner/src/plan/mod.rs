@@ -56,6 +56,10 @@ pub struct CasePlan {
     pub about: String,
     pub mirrors: Option<String>,
     pub requires: Vec<DeviceReq>,
+    /// The case's `tags:`.
+    pub tags: Vec<String>,
+    /// The case's own time limit (`timeout:`), if it sets one.
+    pub timeout: Option<std::time::Duration>,
     pub kind: PlanKind,
 }
 
@@ -142,6 +146,39 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
             )
         })?);
     }
+    let mut tags = Vec::new();
+    for t in &file.tags {
+        let ok = !t.value.is_empty()
+            && t.value
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !ok {
+            let at = &t.referenced;
+            return Err(CaseError::new(
+                path,
+                at.line(),
+                at.column(),
+                format!(
+                    "tags: '{}': a tag is lower case letters, digits, '-' and '_'",
+                    t.value
+                ),
+            ));
+        }
+        tags.push(t.value.clone());
+    }
+    let timeout = match &file.timeout {
+        Some(t) if !(t.value.is_finite() && t.value >= 0.001 && t.value <= 86400.0) => {
+            let at = &t.referenced;
+            return Err(CaseError::new(
+                path,
+                at.line(),
+                at.column(),
+                format!("timeout: {}: seconds from 0.001 to 86400", t.value),
+            ));
+        }
+        Some(t) => Some(std::time::Duration::from_secs_f64(t.value)),
+        None => None,
+    };
     let kind = match (&file.selection, file.steps.is_empty()) {
         (Some(sel), true) => {
             let at = &sel.referenced;
@@ -180,6 +217,8 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
         about: file.about,
         mirrors: file.mirrors,
         requires,
+        tags,
+        timeout,
         kind,
     })
 }

@@ -5,16 +5,23 @@
 //! deqp-runner's names (`Pass`, `Fail`, `Crash`, `ExpectedFail` ...).
 
 use super::{CaseRecord, Report};
-use crate::outcome::Status;
+use crate::outcome::{Status, Verdict};
 
-/// deqp-runner's name for the case's result.
+/// deqp-runner's name for the case's result: the verdict, and for a failure
+/// how it failed (deqp-runner has no device-lost status: a lost device is a
+/// crash of the driver; a resource error is a failure).
 pub fn deqp_status(c: &CaseRecord) -> &'static str {
-    match c.outcome.status {
-        Status::Pass => "Pass",
-        Status::Fail => "Fail",
-        Status::Skip => "Skip",
-        Status::ExpectedFail => "ExpectedFail",
-        Status::UnexpectedPass => "UnexpectedPass",
+    match c.verdict {
+        Verdict::Pass => "Pass",
+        Verdict::Skip => "Skip",
+        Verdict::ExpectedFail => "ExpectedFail",
+        Verdict::UnexpectedPass => "UnexpectedPass",
+        Verdict::Flake => "Flake",
+        Verdict::Fail => match c.outcome.status {
+            Status::Crash | Status::DeviceLost => "Crash",
+            Status::Timeout => "Timeout",
+            _ => "Fail",
+        },
     }
 }
 

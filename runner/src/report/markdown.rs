@@ -3,14 +3,7 @@
 //! Statuses are written as `results.json` writes them (`expected_fail`).
 
 use super::{CaseRecord, Report};
-
-/// A value's name as serde writes it (`expected_fail`).
-fn name<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
+use crate::outcome::Verdict;
 
 fn first_line(c: &CaseRecord) -> String {
     c.outcome
@@ -31,7 +24,7 @@ impl Report {
             format!(" ({})", &self.tool.commit[..self.tool.commit.len().min(12)])
         };
         let mut out = format!(
-            "# vkcopy-suite on {}{}\n\n**{s}, {} expected failures** in {:.1} s\n\n\
+            "# vkcopy-suite on {}{}\n\n**{s}, {} expected failures, {} flaky** in {:.1} s\n\n\
              Driver {} ({}), Vulkan {}, policy `{}`, validation {}; {} {}{}, started {} on {}.\n\n",
             self.device.name,
             self.simulated_memory
@@ -39,6 +32,7 @@ impl Report {
                 .map(|t| format!(", simulating {t}"))
                 .unwrap_or_default(),
             s.expected_failures,
+            s.flakes,
             self.seconds,
             self.device.driver,
             self.device.driver_version,
@@ -54,15 +48,17 @@ impl Report {
         let not_passed: Vec<&CaseRecord> = self
             .cases
             .iter()
-            .filter(|c| name(&c.outcome.status) != "pass")
+            .filter(|c| c.verdict != Verdict::Pass)
             .collect();
         if !not_passed.is_empty() {
-            out += "## Not passed\n\n| case | status | message |\n|---|---|---|\n";
+            out += "## Not passed\n\n| case | verdict | status | attempts | message |\n|---|---|---|---|---|\n";
             for c in not_passed {
                 out += &format!(
-                    "| {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} |\n",
                     c.name,
-                    name(&c.outcome.status),
+                    c.verdict,
+                    c.outcome.status,
+                    c.attempts,
                     first_line(c)
                 );
             }
@@ -88,14 +84,15 @@ impl Report {
             out.push('\n');
         }
         out += &format!(
-            "<details><summary>All {} cases</summary>\n\n| case | status | seconds | message |\n|---|---|---|---|\n",
+            "<details><summary>All {} cases</summary>\n\n| case | verdict | status | seconds | message |\n|---|---|---|---|---|\n",
             self.cases.len()
         );
         for c in &self.cases {
             out += &format!(
-                "| {} | {} | {:.3} | {} |\n",
+                "| {} | {} | {} | {:.3} | {} |\n",
                 c.name,
-                name(&c.outcome.status),
+                c.verdict,
+                c.outcome.status,
                 c.outcome.seconds,
                 first_line(c)
             );

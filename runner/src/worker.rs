@@ -1,0 +1,261 @@
+//! Cases in worker processes, as Mesa's deqp-runner runs them: a worker is this
+//! same binary (`vkcopy-suite worker`), reads case paths on stdin and writes one
+//! result line per case on stdout. A panic, abort or signal in a case or the
+//! driver ends only the worker: the case is a `crash` with what the worker
+//! printed, and the next case gets a new worker. A case past its time limit is
+//! killed as a `timeout`.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::exec;
+use crate::outcome::{Outcome, Status};
+use crate::plan;
+use crate::rt::ContextOptions;
+
+/// The start of a result line on a worker's stdout; any other line is output.
+const MARK: &str = "\u{1e}vkcopy-suite-result ";
+
+/// Lines of a worker's output kept for a crash or timeout report.
+const TAIL_LINES: usize = 200;
+
+/// How to start a worker: the binary and the arguments of its `worker` subcommand.
+#[derive(Clone, Debug)]
+pub struct Spawn {
+    pub exe: PathBuf,
+    /// `worker --cases ROOT ...`.
+    pub args: Vec<String>,
+}
+
+impl Spawn {
+    /// A worker of `exe` for the cases below `root`, with the run's overrides of
+    /// the environment's options.
+    pub fn new(exe: &Path, root: &Path, overrides: &Overrides) -> Self {
+        let mut args = vec![
+            "worker".to_owned(),
+            "--cases".to_owned(),
+            root.display().to_string(),
+        ];
+        if let Some(p) = &overrides.policy {
+            args.extend(["--policy".to_owned(), p.clone()]);
+        }
+        if let Some(t) = &overrides.simulate_memory {
+            args.extend(["--simulate-memory".to_owned(), t.display().to_string()]);
+        }
+        if overrides.validation {
+            args.push("--validation".to_owned());
+        }
+        Spawn {
+            exe: exe.to_owned(),
+            args,
+        }
+    }
+}
+
+/// What a run sets on top of the `VKCOPY_*` variables, which workers inherit.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub policy: Option<String>,
+    pub simulate_memory: Option<PathBuf>,
+    pub validation: bool,
+}
+
+enum Event {
+    Result(Box<Outcome>),
+    /// stdout closed: the worker is gone.
+    Closed,
+}
+
+/// One running worker process.
+pub struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: Receiver<Event>,
+    /// The last lines the worker printed (stdout and stderr) since its current case began.
+    output: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Worker {
+    /// Starts a worker.
+    pub fn start(spawn: &Spawn) -> Result<Worker, String> {
+        let mut child = Command::new(&spawn.exe)
+            .args(&spawn.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start a worker ({}): {e}", spawn.exe.display()))?;
+        let output = Arc::new(Mutex::new(VecDeque::new()));
+        let (tx, events) = channel();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let out = Arc::clone(&output);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match line.strip_prefix(MARK) {
+                    Some(json) => {
+                        let outcome = serde_json::from_str(json).unwrap_or_else(|e| {
+                            Outcome::failed(format!("unreadable worker result: {e}"))
+                        });
+                        if tx.send(Event::Result(Box::new(outcome))).is_err() {
+                            return;
+                        }
+                    }
+                    None => keep(&out, line),
+                }
+            }
+            let _ = tx.send(Event::Closed);
+        });
+        let out = Arc::clone(&output);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                keep(&out, line);
+            }
+        });
+        Ok(Worker {
+            stdin: child.stdin.take(),
+            child,
+            events,
+            output,
+        })
+    }
+
+    /// Runs the case file `path` within `limit`. `Err` with the outcome when the
+    /// worker is gone (crashed, or killed at the limit) and must be replaced.
+    pub fn run(&mut self, path: &Path, limit: Duration) -> Result<Outcome, Outcome> {
+        let start = Instant::now();
+        lock(&self.output).clear();
+        let sent = match &mut self.stdin {
+            Some(stdin) => writeln!(stdin, "{}", path.display()).and_then(|()| stdin.flush()),
+            None => Err(std::io::Error::other("stdin closed")),
+        };
+        if sent.is_err() {
+            return Err(self.died(start));
+        }
+        match self.events.recv_timeout(limit) {
+            Ok(Event::Result(outcome)) => Ok(*outcome),
+            Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => Err(self.died(start)),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let mut out = Outcome::new(
+                    Status::Timeout,
+                    format!(
+                        "killed after {:.1} s, the case's time limit",
+                        limit.as_secs_f64()
+                    ),
+                    start.elapsed(),
+                );
+                out.output = self.tail();
+                Err(out)
+            }
+        }
+    }
+
+    /// The outcome of a case whose worker exited under it.
+    fn died(&mut self, start: Instant) -> Outcome {
+        let how = match self.child.wait() {
+            Ok(status) => describe_exit(status),
+            Err(e) => format!("cannot be waited for: {e}"),
+        };
+        // The stderr thread may still be draining the last lines.
+        std::thread::sleep(Duration::from_millis(50));
+        let output = self.tail();
+        let last: Vec<&str> = output.lines().rev().take(20).collect();
+        let mut message = format!("the worker {how}");
+        if !last.is_empty() {
+            message.push_str(":\n");
+            message.push_str(&last.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        }
+        let mut out = Outcome::new(Status::Crash, message, start.elapsed());
+        out.output = output;
+        out
+    }
+
+    fn tail(&self) -> String {
+        let lines = lock(&self.output);
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing stdin ends an idle worker; one still running is killed.
+        self.stdin = None;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn keep(out: &Mutex<VecDeque<String>>, line: String) {
+    let mut lines = lock(out);
+    if lines.len() == TAIL_LINES {
+        lines.pop_front();
+    }
+    lines.push_back(line);
+}
+
+/// `exited with code 101 (a panic)`, `was killed by signal 6 (SIGABRT)`.
+fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                4 => " (SIGILL)",
+                6 => " (SIGABRT)",
+                7 => " (SIGBUS)",
+                8 => " (SIGFPE)",
+                9 => " (SIGKILL: out of memory?)",
+                11 => " (SIGSEGV)",
+                _ => "",
+            };
+            return format!("was killed by signal {sig}{name}");
+        }
+    }
+    match status.code() {
+        Some(101) => "exited with code 101 (a panic)".to_owned(),
+        Some(c) => format!("exited with code {c}"),
+        None => "exited".to_owned(),
+    }
+}
+
+/// The worker side: runs each case path read from `input` and writes its
+/// outcome as one line to stdout.
+pub fn serve(root: &Path, options: &ContextOptions, input: impl BufRead) -> Result<(), String> {
+    for line in input.lines() {
+        let line = line.map_err(|e| format!("stdin: {e}"))?;
+        if line.is_empty() {
+            continue;
+        }
+        let path = Path::new(&line);
+        let outcome = match plan::load(root, path) {
+            Ok(plan) => match crate::hook::before(&plan.name) {
+                Some(out) => out,
+                None => exec::run(&plan, options),
+            },
+            Err(e) => Outcome::failed(e.to_string()),
+        };
+        let json = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{MARK}{json}")
+            .and_then(|()| stdout.flush())
+            .map_err(|e| format!("stdout: {e}"))?;
+    }
+    Ok(())
+}
