@@ -97,7 +97,8 @@
 //!
 //! Cargo features: `yaml` reads and writes recorded memory tables;
 //! `simulate` presents a recorded table on top of the real device; `emulate`
-//! brings back known Halide bugs. A conformance suite turns them on; a runtime
+//! brings back known Halide bugs; `fault-injection` makes chosen Vulkan calls
+//! fail, for tests of error paths ([`fault`], `VKCOPY_FAULTS`). A conformance suite turns them on; a runtime
 //! user needs none.
 
 #![warn(missing_docs, unreachable_pub, clippy::undocumented_unsafe_blocks)]
@@ -108,6 +109,8 @@ pub use ash;
 mod buffer;
 mod emulate;
 mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod memory;
 mod profile;
 mod runtime;

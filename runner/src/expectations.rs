@@ -232,7 +232,16 @@ pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
         .collect();
     let mut flakes = file.known_flakes;
     for c in &report.cases {
-        let first = c.outcome.message.lines().next().unwrap_or("").trim();
+        let first: String = c
+            .outcome
+            .message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .chars()
+            .take(120)
+            .collect();
         if failing(c) && !expected.iter().any(|e| e.matches(&c.name)) {
             expected.push(Entry {
                 case: c.name.clone(),

@@ -5,7 +5,9 @@
 //!
 //! `VKCOPY_SUITE_TEST_HOOK=ACTION:GLOB[,ACTION:GLOB...]`, ACTION one of `panic`,
 //! `abort`, `hang` (sleeps for a day), `flake` (the first attempt in the worker
-//! fails, later ones run the case).
+//! fails, later ones run the case), `lose_device` (with the feature
+//! `fault-injection`: every `vkQueueSubmit` of the case returns
+//! `VK_ERROR_DEVICE_LOST`, through the runtime's fault hook).
 
 use crate::outcome::Outcome;
 
@@ -45,8 +47,19 @@ pub fn before(name: &str) -> Option<Outcome> {
                 "{VAR}: the first attempt of {name} fails"
             )))
         }
+        #[cfg(feature = "fault-injection")]
+        "lose_device" => match vkcopy::fault::inject("vkQueueSubmit@1+=ERROR_DEVICE_LOST") {
+            Ok(()) => None,
+            Err(e) => Some(Outcome::failed(format!("{VAR}: {e}"))),
+        },
         other => Some(Outcome::failed(format!(
-            "{VAR}: unknown action '{other}' (panic, abort, hang, flake)"
+            "{VAR}: unknown action '{other}' (panic, abort, hang, flake; lose_device with the feature fault-injection)"
         ))),
     }
+}
+
+/// Undoes what [`before`] set up for the case that just ran.
+pub fn after() {
+    #[cfg(feature = "fault-injection")]
+    vkcopy::fault::clear();
 }

@@ -159,7 +159,7 @@ struct RunArgs {
     /// whole selection, each case in exactly one.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// Only the cases that failed (or were flaky) in this results.json.
+    /// Only the cases that failed (expected or not) or were flaky in this results.json.
     #[arg(long, value_name = "REPORT")]
     rerun_failed: Option<PathBuf>,
     /// Cases at once, each in its own worker process and Vulkan context.
@@ -208,6 +208,10 @@ struct RunArgs {
 fn env_help() -> String {
     let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
     vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
+    vars.push((
+        "CI",
+        "when set, `cargo test` fails the device cases without a Vulkan device",
+    ));
     vars.push((
         vkcopy_suite::hook::VAR,
         "debug builds only, for the runner's tests: ACTION:GLOB,... with ACTION panic, abort, hang or flake",
@@ -570,7 +574,8 @@ fn worker(
     }
 }
 
-/// The names of the cases that failed or were flaky in a results.json.
+/// The names of the cases of a results.json whose status was a failure (expected
+/// or not) or whose verdict failed the run (an unexpected pass, a flake).
 fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let report: serde_json::Value =
@@ -581,8 +586,10 @@ fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
     Ok(cases
         .iter()
         .filter(|c| {
-            let v = c["verdict"].as_str().or(c["status"].as_str()).unwrap_or("");
-            matches!(v, "fail" | "unexpected_pass" | "flake")
+            let status = c["status"].as_str().unwrap_or("");
+            let verdict = c["verdict"].as_str().unwrap_or("");
+            !matches!(status, "pass" | "skip" | "")
+                || matches!(verdict, "fail" | "unexpected_pass" | "flake")
         })
         .filter_map(|c| c["name"].as_str().map(str::to_owned))
         .collect())
@@ -631,7 +638,13 @@ fn run(args: RunArgs) -> ExitCode {
     let config = Config {
         cases: root.clone(),
         options,
-        expectations: args.expectations.clone(),
+        // The file --update-expectations is to write may not exist yet.
+        expectations: args
+            .expectations
+            .iter()
+            .filter(|p| !args.update_expectations || p.exists())
+            .cloned()
+            .collect(),
     };
     let suite = match Suite::open(config) {
         Ok(s) => s,

@@ -168,11 +168,16 @@ impl Worker {
         // The stderr thread may still be draining the last lines.
         std::thread::sleep(Duration::from_millis(50));
         let output = self.tail();
-        let last: Vec<&str> = output.lines().rev().take(20).collect();
+        let lines: Vec<&str> = output.lines().collect();
+        // A panic's own lines, else the last lines.
+        let from = match lines.iter().rposition(|l| l.contains("panicked at")) {
+            Some(i) => i,
+            None => lines.len().saturating_sub(20),
+        };
         let mut message = format!("the worker {how}");
-        if !last.is_empty() {
-            message.push_str(":\n");
-            message.push_str(&last.into_iter().rev().collect::<Vec<_>>().join("\n"));
+        for l in lines.iter().skip(from).take(20) {
+            message.push('\n');
+            message.push_str(l);
         }
         let mut out = Outcome::new(Status::Crash, message, start.elapsed());
         out.output = output;
@@ -245,10 +250,14 @@ pub fn serve(root: &Path, options: &ContextOptions, input: impl BufRead) -> Resu
         }
         let path = Path::new(&line);
         let outcome = match plan::load(root, path) {
-            Ok(plan) => match crate::hook::before(&plan.name) {
-                Some(out) => out,
-                None => exec::run(&plan, options),
-            },
+            Ok(plan) => {
+                let out = match crate::hook::before(&plan.name) {
+                    Some(out) => out,
+                    None => exec::run(&plan, options),
+                };
+                crate::hook::after();
+                out
+            }
             Err(e) => Outcome::failed(e.to_string()),
         };
         let json = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;

@@ -568,3 +568,305 @@ fn a_run_writes_every_report_file_and_each_parses() {
     let runs = std::fs::read_dir(folder.parent().unwrap()).unwrap().count();
     assert_eq!(runs, 2);
 }
+
+/// The runner's fixtures (one case per status) in a folder of their own, with
+/// the recorded table `exhausts_memory` simulates.
+fn fleet_cases() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir_all(cases.join("devices")).unwrap();
+    std::fs::copy(
+        repo().join("cases/devices/nvidia-rtx4070-no-rebar.yaml"),
+        cases.join("devices/nvidia-rtx4070-no-rebar.yaml"),
+    )
+    .unwrap();
+    for e in std::fs::read_dir(repo().join("runner/tests/fixtures/fleet")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "yaml") {
+            std::fs::copy(&path, cases.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    dir
+}
+
+/// `vkcopy-suite run --cases DIR/cases --report-dir DIR/out` and more arguments.
+fn fleet_run(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = suite();
+    cmd.arg("run")
+        .arg("--cases")
+        .arg(dir.join("cases"))
+        .arg("--report-dir")
+        .arg(dir.join("out"))
+        .args(args)
+        .env_remove("VKCOPY_SUITE_TEST_HOOK");
+    cmd
+}
+
+const HOOKS: &str = "panic:panics,abort:aborts,hang:hangs,flake:flaky";
+
+/// Case name -> (status, verdict, attempts, message) of the report below `dir/out`.
+fn fleet_results(dir: &Path) -> std::collections::BTreeMap<String, (String, String, u64, String)> {
+    let json = std::fs::read_to_string(only_report(&dir.join("out")).join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            (
+                s("name"),
+                (
+                    s("status"),
+                    s("verdict"),
+                    c["attempts"].as_u64().unwrap(),
+                    s("message"),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn no_device(stdout: &str) -> bool {
+    stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none()
+}
+
+/// Every status through the real binary, two workers at once, one re-run: a
+/// panic and an abort are crashes and the run goes on in a new worker, a hang is
+/// killed at the case's own limit, a full heap is a resource error, a failure
+/// that passes on its re-run is a flake.
+#[test]
+fn every_status_through_the_real_runner() {
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &["--jobs", "2", "--retries", "1"])
+        .env("VKCOPY_SUITE_TEST_HOOK", HOOKS)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let got = fleet_results(dir.path());
+    let brief: Vec<(&str, &str, &str, u64)> = got
+        .iter()
+        .map(|(n, (s, v, a, _))| (n.as_str(), s.as_str(), v.as_str(), *a))
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            ("aborts", "crash", "fail", 2),
+            ("exhausts_memory", "resource_error", "fail", 2),
+            ("fails", "fail", "fail", 2),
+            ("flaky", "fail", "flake", 2),
+            ("hangs", "timeout", "fail", 2),
+            ("loses_device", "pass", "pass", 1),
+            ("panics", "crash", "fail", 2),
+            ("passes", "pass", "pass", 1),
+            ("skips", "skip", "skip", 1),
+        ],
+        "{stdout}"
+    );
+    let message = |n: &str| got[n].3.clone();
+    assert!(
+        message("panics").contains("exited with code 101 (a panic)"),
+        "{}",
+        message("panics")
+    );
+    assert!(
+        message("panics").contains("a panic in panics"),
+        "{}",
+        message("panics")
+    );
+    assert!(
+        message("aborts").contains("signal 6 (SIGABRT)"),
+        "{}",
+        message("aborts")
+    );
+    assert!(
+        message("hangs").contains("killed after 3.0 s"),
+        "{}",
+        message("hangs")
+    );
+    assert!(
+        message("exhausts_memory").contains("device_malloc_failed"),
+        "{}",
+        message("exhausts_memory")
+    );
+    assert!(
+        message("flaky").contains("then passed on attempt 2"),
+        "{}",
+        message("flaky")
+    );
+    assert!(stdout.contains("FAIL  panics (crash)"), "{stdout}");
+    assert!(
+        stdout.contains("2 passed, 5 failed, 1 skipped, 1 flaky"),
+        "{stdout}"
+    );
+}
+
+/// A flake is reported and fails the run only under --strict.
+#[test]
+fn a_flake_fails_the_run_only_under_strict() {
+    let dir = fleet_cases();
+    for (strict, code) in [(false, 0), (true, 1)] {
+        let mut cmd = fleet_run(dir.path(), &["--filter", "flaky", "--retries", "2"]);
+        if strict {
+            cmd.arg("--strict");
+        }
+        let out = cmd.env("VKCOPY_SUITE_TEST_HOOK", HOOKS).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if no_device(&stdout) {
+            return;
+        }
+        assert_eq!(out.status.code(), Some(code), "strict {strict}: {stdout}");
+        assert!(
+            stdout.contains("flake flaky: flake: fail, then passed on attempt 2"),
+            "{stdout}"
+        );
+    }
+}
+
+/// --update-expectations writes every failure with its status; the next run
+/// against that file passes with expected failures, the flake a known flake;
+/// --rerun-failed runs only what failed.
+#[test]
+fn expectations_written_from_a_run_then_rerun_failed() {
+    let dir = fleet_cases();
+    let file = dir.path().join("expectations.yaml");
+    let run = |args: &[&str]| {
+        let mut cmd = fleet_run(dir.path(), args);
+        cmd.arg("--expectations").arg(&file);
+        cmd.env("VKCOPY_SUITE_TEST_HOOK", HOOKS).output().unwrap()
+    };
+    let out = run(&["--update-expectations", "--timeout", "60"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for (case, status) in [
+        ("aborts", "crash"),
+        ("exhausts_memory", "resource_error"),
+        ("fails", "fail"),
+        ("flaky", "fail"),
+        ("hangs", "timeout"),
+        ("panics", "crash"),
+    ] {
+        assert!(
+            text.contains(&format!("  - case: \"{case}\"\n    reason: \"{status} on ")),
+            "{case}: {text}"
+        );
+        assert!(text.contains(&format!("    status: [{status}]")), "{text}");
+    }
+    assert!(
+        !text.contains("\"passes\"") && !text.contains("known_flakes:\n"),
+        "{text}"
+    );
+    let out = run(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("6 expected failures"), "{stdout}");
+    let report = only_report(&dir.path().join("out")).join("results.json");
+    let out = fleet_run(dir.path(), &["--rerun-failed"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Without the hook, only `fails` and `exhausts_memory` fail; the rest pass.
+    let got = fleet_results(dir.path());
+    let names: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "aborts",
+            "exhausts_memory",
+            "fails",
+            "flaky",
+            "hangs",
+            "panics"
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 passed, 2 failed, 0 skipped"), "{stdout}");
+}
+
+/// The shards 1/3, 2/3 and 3/3 together run every case exactly once; tags select.
+#[test]
+fn shards_partition_the_suite_and_tags_select() {
+    let dir = fleet_cases();
+    let names = |args: &[&str]| {
+        let out = fleet_run(dir.path(), args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            fleet_results(dir.path()).into_keys().collect::<Vec<_>>(),
+            stdout,
+        )
+    };
+    let (all, stdout) = names(&[]);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(all.len(), 9, "{stdout}");
+    let mut union = Vec::new();
+    for k in 1..=3 {
+        let (shard, stdout) = names(&["--shard", &format!("{k}/3")]);
+        assert!(!shard.is_empty() && shard.len() <= 3, "{stdout}");
+        union.extend(shard);
+    }
+    union.sort();
+    assert_eq!(union, all);
+    assert_eq!(names(&["--tags", "smoke"]).0, ["passes"]);
+    assert_eq!(names(&["--tags", "fast,smoke"]).0, ["fails", "passes"]);
+    let out = fleet_run(dir.path(), &["--shard", "4/3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard '4/3': expected K/N"));
+}
+
+/// `run --help` names every variable of the README's environment table.
+#[test]
+fn run_help_lists_every_environment_variable() {
+    let out = suite().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme.split("## Environment").nth(1).unwrap();
+    let table = section.split("\n## ").next().unwrap();
+    let vars: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .collect();
+    assert!(vars.len() >= 12, "{vars:?}");
+    for v in vars {
+        assert!(help.contains(v), "run --help lacks {v}:\n{help}");
+    }
+}
+
+/// Through the runtime's fault hook every vkQueueSubmit of one case returns
+/// VK_ERROR_DEVICE_LOST: that case is `device_lost`, and the cases after it pass
+/// on a fresh device in a new worker.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_lost_device_is_device_lost_and_the_next_case_gets_a_fresh_one() {
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &[])
+        .env("VKCOPY_SUITE_TEST_HOOK", "lose_device:loses_device")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let got = fleet_results(dir.path());
+    let (status, verdict, _, message) = &got["loses_device"];
+    assert_eq!(
+        (status.as_str(), verdict.as_str()),
+        ("device_lost", "fail"),
+        "{stdout}"
+    );
+    assert!(message.contains("device_lost"), "{message}");
+    for later in ["panics", "passes"] {
+        assert_eq!(got[later].0, "pass", "{later}: {stdout}");
+    }
+}

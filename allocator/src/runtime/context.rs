@@ -72,6 +72,15 @@ impl std::fmt::Debug for Context {
 impl Context {
     /// Opens a device as `options` say.
     pub fn new(options: ContextOptions) -> Result<Self> {
+        #[cfg(feature = "fault-injection")]
+        return crate::vk::hooks::creating(crate::fault::plan_for_new_context()?, || {
+            Self::open(options)
+        });
+        #[cfg(not(feature = "fault-injection"))]
+        Self::open(options)
+    }
+
+    fn open(options: ContextOptions) -> Result<Self> {
         let instance = Instance::new(options.validation)?;
         let adapter = Adapter::select(&instance, &options.device, options.import_host)?;
         #[cfg(feature = "emulate")]

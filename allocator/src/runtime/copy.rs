@@ -83,11 +83,8 @@ impl CopyJob {
             Sides::HostToHost(a, b) => ctx.host_to_host((a, s), (b, d), eb),
             Sides::DeviceToHost(a, b) => ctx.readback(sub, (a, s), (b, d), eb),
         };
-        if let Err(crate::Error::Timeout { .. }) = done {
-            // The device may still be copying: the memory of both sides is kept for
-            // the life of the process rather than freed under it.
-            std::mem::forget(self.sides.clone());
-        }
+        // After a timeout the device may still be copying: memory freed later
+        // waits for it first (`DeviceShared::settle`).
         done.map(|()| self.path())
     }
 }

@@ -113,6 +113,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "VKCOPY_EMULATE",
         "Halide bugs to bring back, comma-separated (feature emulate)",
     ),
+    (
+        "VKCOPY_FAULTS",
+        "Vulkan calls that fail, ENTRY@N=RESULT or ENTRY@N+=RESULT, comma-separated (feature fault-injection; read by Context::new)",
+    ),
 ];
 
 /// How long a wait for the device may take by default.

@@ -166,8 +166,8 @@ enum Refusal {
     Pool(String),
     /// The heap's limits.
     NoRoom(NoRoom),
-    /// `vkAllocateMemory` ran out of device or host memory.
-    Driver(vk::Result),
+    /// `vkAllocateMemory` or `vkMapMemory` (the call) ran out of device or host memory.
+    Driver(&'static str, vk::Result),
     /// Any other failure; not retried.
     Failed(String),
 }
@@ -340,7 +340,7 @@ impl Allocator {
         st: &mut State,
         ty: u32,
         size: u64,
-    ) -> std::result::Result<BlockMemory, vk::Result> {
+    ) -> std::result::Result<BlockMemory, (&'static str, vk::Result)> {
         let (device, stats) = (&self.device.raw, &self.device.stats);
         let heap = self.table.types[ty as usize].heap;
         let real_heap = self.real_heap(ty);
@@ -348,7 +348,8 @@ impl Allocator {
             .allocation_size(size)
             .memory_type_index(self.real_type(ty));
         // SAFETY: valid allocate info with a memory type index of this device.
-        let memory = unsafe { device.allocate_memory(&info, None) }?;
+        let memory =
+            unsafe { device.allocate_memory(&info, None) }.map_err(|e| ("vkAllocateMemory", e))?;
         stats.memory_allocated(size);
         let flags = self.table.types[ty as usize].flags;
         let mut block = BlockMemory {
@@ -371,7 +372,7 @@ impl Allocator {
                     // SAFETY: not mapped, nothing bound.
                     unsafe { device.free_memory(memory, None) };
                     stats.memory_freed(size);
-                    return Err(e);
+                    return Err(("vkMapMemory", e));
                 }
             };
             stats.mapping_created();
@@ -390,6 +391,7 @@ impl Allocator {
     }
 
     fn free_block(&self, st: &mut State, b: BlockMemory) {
+        self.device.settle();
         let (device, stats) = (&self.device.raw, &self.device.stats);
         // SAFETY: no buffer is bound to the memory any more (its regions' buffers were
         // destroyed first); the shadow was made by Box::into_raw in allocate_block.
@@ -409,6 +411,9 @@ impl Allocator {
     }
 
     fn destroy_buffers(&self, buffers: Vec<vk::Buffer>) {
+        if !buffers.is_empty() {
+            self.device.settle();
+        }
         let (device, stats) = (&self.device.raw, &self.device.stats);
         for b in buffers {
             // SAFETY: the region that held the buffer is free or gone; no pending work
@@ -547,7 +552,7 @@ impl Allocator {
                 self.collect_heap(st, Some(heap));
                 true
             }
-            Refusal::Driver(_) => {
+            Refusal::Driver(..) => {
                 self.collect_heap(st, None);
                 true
             }
@@ -579,7 +584,7 @@ impl Allocator {
                 heap,
                 &format!("memory budget: {} of {} bytes in use", b.used, b.size),
             ),
-            Refusal::Driver(e) => self.heap_full(st, heap, &e.to_string()),
+            Refusal::Driver(call, e) => self.heap_full(st, heap, &format!("{call} failed: {e}")),
         })
     }
 
@@ -643,11 +648,12 @@ impl Allocator {
                         .add_block(mem, bs, dedicated, size, alignment)
                         .map_err(|e| Refusal::Failed(e.to_string()));
                 }
-                Err(
+                Err((
+                    call,
                     e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
                     | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
-                ) => last = Refusal::Driver(e),
-                Err(e) => return Err(Refusal::Failed(format!("vkAllocateMemory failed: {e}"))),
+                )) => last = Refusal::Driver(call, e),
+                Err((call, e)) => return Err(Refusal::Failed(format!("{call} failed: {e}"))),
             }
         }
         Err(last)
@@ -696,6 +702,8 @@ impl Allocator {
 
     /// Returns a region to its block, keeping its buffer for reuse (Halide's `release`).
     pub(crate) fn free(&self, a: &Allocation) {
+        // Work left pending by a timed-out wait may still use the region.
+        self.device.settle();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         // An error here means the region was already released (an emulated Halide
         // bug released it early); there is nothing left to do.

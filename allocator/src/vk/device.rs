@@ -47,6 +47,8 @@ pub(crate) struct DeviceShared {
     pub(crate) timeout: Duration,
     /// `VK_ERROR_DEVICE_LOST` was returned: no further work is submitted.
     lost: AtomicBool,
+    /// A wait timed out: work the runtime no longer tracks may still be pending.
+    unsettled: AtomicBool,
     /// Timeline values the host has seen reached, per submitter semaphore: later
     /// submissions on other queues wait for them, so work of one queue that the
     /// host waited for is visible to work of every other queue.
@@ -118,6 +120,7 @@ impl DeviceShared {
             memory_budget: adapter.memory_budget,
             timeout,
             lost: AtomicBool::new(false),
+            unsettled: AtomicBool::new(false),
             reached: Mutex::new(Vec::new()),
             instance,
         })
@@ -140,6 +143,35 @@ impl DeviceShared {
             return Error::DeviceLost(call.to_owned());
         }
         Error::Vulkan { call, result }
+    }
+
+    /// The error for a failed wait for the device (other than a timeout): whether
+    /// its work finished is unknown, so the device is treated as lost (no further
+    /// work) once it is idle, so that nothing freed afterwards is still in use.
+    pub(crate) fn wait_failed(&self, call: &'static str, result: vk::Result) -> Error {
+        self.lost.store(true, Ordering::Release);
+        // SAFETY: waiting for idle has no preconditions; its result does not
+        // matter, the device is refused from now on.
+        let _ = unsafe { self.raw.device_wait_idle() };
+        Error::DeviceLost(format!(
+            "{call} failed: {result}; the device's work is in an unknown state"
+        ))
+    }
+
+    /// Notes that a wait timed out, leaving work pending.
+    pub(crate) fn timed_out(&self) {
+        self.unsettled.store(true, Ordering::Release);
+    }
+
+    /// Before memory or buffers are freed: after a timed-out wait, waits for the
+    /// device to be idle, as work left pending may still use them.
+    pub(crate) fn settle(&self) {
+        if self.unsettled.swap(false, Ordering::AcqRel) {
+            // SAFETY: waiting for idle has no preconditions.
+            if unsafe { self.raw.device_wait_idle() }.is_err() {
+                self.unsettled.store(true, Ordering::Release);
+            }
+        }
     }
 
     /// Fails with `device_lost` once the device was lost.

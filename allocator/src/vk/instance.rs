@@ -104,12 +104,19 @@ pub(crate) struct Instance {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
     messages: Box<Messages>,
+    /// The faults of the context this instance belongs to; told the messages
+    /// left at teardown.
+    #[cfg(feature = "fault-injection")]
+    plan: Option<std::sync::Arc<crate::fault::Plan>>,
 }
 
 impl Instance {
     /// Creates an instance (Vulkan 1.1); with `validation`, the Khronos layer with
     /// synchronization validation.
     pub(crate) fn new(validation: bool) -> Result<Self> {
+        #[cfg(feature = "fault-injection")]
+        let entry = crate::vk::hooks::entry()?;
+        #[cfg(not(feature = "fault-injection"))]
         let entry = load_entry()?;
         // SAFETY: enumeration calls with no preconditions.
         let layers = unsafe { entry.enumerate_instance_layer_properties() }
@@ -177,6 +184,8 @@ impl Instance {
             raw,
             debug: None,
             messages,
+            #[cfg(feature = "fault-injection")]
+            plan: crate::vk::hooks::creating_plan(),
         };
         if debug_utils {
             let du = ash::ext::debug_utils::Instance::new(entry, &instance.raw);
@@ -211,6 +220,10 @@ impl Drop for Instance {
                 du.destroy_debug_utils_messenger(m, None);
             }
             self.raw.destroy_instance(None);
+        }
+        #[cfg(feature = "fault-injection")]
+        if let Some(plan) = &self.plan {
+            plan.torn_down(self.messages(true));
         }
     }
 }

@@ -8,6 +8,8 @@ pub(crate) mod allocator;
 pub(crate) mod copy_kernel;
 pub(crate) mod descriptors;
 pub(crate) mod device;
+#[cfg(feature = "fault-injection")]
+pub(crate) mod hooks;
 pub(crate) mod import;
 pub(crate) mod instance;
 mod mapping;

@@ -178,7 +178,7 @@ impl Submitter {
         loop {
             // SAFETY: the semaphore belongs to this device and is a timeline semaphore.
             let now = unsafe { raw.get_semaphore_counter_value(self.semaphore) }
-                .map_err(|r| device.error("vkGetSemaphoreCounterValue", r))?;
+                .map_err(|r| device.wait_failed("vkGetSemaphoreCounterValue", r))?;
             if now >= value {
                 return self.reached(c, now);
             }
@@ -196,11 +196,17 @@ impl Submitter {
         // SAFETY: as above; the wait is bounded by the timeout.
         match unsafe { raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
             Ok(()) => self.reached(c, value),
-            Err(vk::Result::TIMEOUT) => Err(Error::Timeout {
-                op: format!("{:?} work on {:?}", self.role, self.queue),
-                after: timeout,
+            Err(vk::Result::TIMEOUT) => Err({
+                device.timed_out();
+                Error::Timeout {
+                    op: format!(
+                        "vkWaitSemaphores for {:?} work on {:?}",
+                        self.role, self.queue
+                    ),
+                    after: timeout,
+                }
             }),
-            Err(r) => Err(device.error("vkWaitSemaphores", r)),
+            Err(r) => Err(device.wait_failed("vkWaitSemaphores", r)),
         }
     }
 
