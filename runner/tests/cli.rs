@@ -21,6 +21,15 @@ fn only_folder(dir: &Path) -> std::path::PathBuf {
     folders.into_iter().next().unwrap()
 }
 
+/// The newest run folder below `dir/<device>/` (each run writes a new one).
+fn latest_report(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(only_folder(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .unwrap()
+}
+
 /// The one run folder a run wrote its reports to: `dir/<device>/<start time>`.
 fn only_report(dir: &Path) -> std::path::PathBuf {
     only_folder(&only_folder(dir))
@@ -604,9 +613,10 @@ fn fleet_run(dir: &Path, args: &[&str]) -> Command {
 
 const HOOKS: &str = "panic:panics,abort:aborts,hang:hangs,flake:flaky";
 
-/// Case name -> (status, verdict, attempts, message) of the report below `dir/out`.
+/// Case name -> (status, verdict, attempts, message) of the newest report below `dir/out`.
 fn fleet_results(dir: &Path) -> std::collections::BTreeMap<String, (String, String, u64, String)> {
-    let json = std::fs::read_to_string(only_report(&dir.join("out")).join("results.json")).unwrap();
+    let json =
+        std::fs::read_to_string(latest_report(&dir.join("out")).join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     v["cases"]
         .as_array()
@@ -768,7 +778,7 @@ fn expectations_written_from_a_run_then_rerun_failed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("6 expected failures"), "{stdout}");
-    let report = only_report(&dir.path().join("out")).join("results.json");
+    let report = latest_report(&dir.path().join("out")).join("results.json");
     let out = fleet_run(dir.path(), &["--rerun-failed"])
         .arg(&report)
         .output()
