@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole suite on the default Vulkan device (lavapipe where there is no
-# GPU) and writes reports to reports/out/<device>/. Extra arguments go to
+# GPU) and writes reports to reports/out/<device>/<start time>/. Extra arguments go to
 # `vkcopy-suite run` (e.g. `scripts/suite.sh --filter 'halide::*' --policy halide-legacy`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

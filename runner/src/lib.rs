@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod case;
 pub mod check;
+pub mod compare;
 pub mod discover;
 pub mod error;
 pub mod exec;
@@ -29,6 +30,7 @@ pub mod scaffold;
 pub mod schedule;
 pub mod schema;
 pub mod selection;
+pub mod stamp;
 pub mod steps;
 pub mod suite;
 pub mod timing;

@@ -70,6 +70,31 @@ enum Command {
         #[arg(long, default_value = "vkcopy-suite throughput")]
         title: String,
     },
+    /// Compares run B with run A (a baseline): regressions, fixes, other verdict
+    /// changes, new and missing cases, copies whose best GB/s moved beyond the
+    /// noise threshold. Prints Markdown; exits 1 on a regression.
+    Diff {
+        /// A results.json, or a folder of them (the shards of one run).
+        a: PathBuf,
+        b: PathBuf,
+        /// Relative change of best GB/s taken as noise.
+        #[arg(long, default_value_t = 0.1)]
+        threshold: f64,
+        /// Also write the diff as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Exit 1 on copies slower beyond the threshold too.
+        #[arg(long)]
+        fail_on_slower: bool,
+    },
+    /// Merges reports (results.json files or folders of them: a fleet's GPUs,
+    /// shards, policies) into one device x case table: merged.md and merged.json.
+    Merge {
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Measures every copy path over a sweep of sizes and writes bench.json (the
     /// shape of bench/cuda_reference.py); --compare sets it beside CUDA's.
     Bench(vkcopy_suite::bench::Args),
@@ -85,7 +110,8 @@ enum Command {
         paths: Vec<PathBuf>,
     },
     /// Prints the JSON Schema of the case format (or, with --markdown, the case
-    /// reference); --write writes both into the cases folder.
+    /// reference); --write writes both into the cases folder, and the schema of
+    /// results.json into reports/results.schema.json.
     Schema {
         #[arg(long)]
         markdown: bool,
@@ -232,6 +258,14 @@ fn main() -> ExitCode {
             cases,
         } => explain(&case, table.as_deref(), policy, cases),
         Command::Bench(args) => bench(&args),
+        Command::Diff {
+            a,
+            b,
+            threshold,
+            json,
+            fail_on_slower,
+        } => diff(&a, &b, threshold, json.as_deref(), fail_on_slower),
+        Command::Merge { reports, out } => merge(&reports, &out),
         Command::Plot {
             reports,
             out,
@@ -276,9 +310,11 @@ fn select(table: &std::path::Path, request: &str, policy: Policy) -> ExitCode {
 fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
     let mut bars = Vec::new();
     for r in reports {
+        // A lone report needs no legend entry of its own; several are told apart.
         let (label, path) = match r.split_once('=') {
-            Some((l, p)) => (format!("{l} "), p),
-            None => (String::new(), r.as_str()),
+            Some((l, p)) => (l.to_owned(), p),
+            None if reports.len() == 1 => (String::new(), r.as_str()),
+            None => (r.clone(), r.as_str()),
         };
         let json = std::fs::read_to_string(path)
             .map_err(|e| e.to_string())
@@ -298,6 +334,73 @@ fn plot(reports: &[String], out: &std::path::Path, title: &str) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn diff(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    threshold: f64,
+    json: Option<&std::path::Path>,
+    fail_on_slower: bool,
+) -> ExitCode {
+    use vkcopy_suite::compare::{diff, load};
+    if !(threshold >= 0.0 && threshold.is_finite()) {
+        eprintln!("error: --threshold {threshold}: expected a relative change >= 0, e.g. 0.1");
+        return ExitCode::from(2);
+    }
+    let (a, b) = match (load::load_one(a), load::load_one(b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = diff::diff(&a, &b, threshold);
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(d.markdown().as_bytes());
+    if d.has_regressions() || (fail_on_slower && !d.slower.is_empty()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn merge(reports: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    use vkcopy_suite::compare::{load, merge};
+    let loaded = match load::load_all(reports) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let merged = merge::merge(&loaded);
+    let json = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(out.join("merged.md"), merged.markdown()))
+        .and_then(|()| std::fs::write(out.join("merged.json"), json));
+    match written {
+        Ok(()) => {
+            out!(
+                "merged {} configurations, {} cases into {}",
+                merged.columns.len(),
+                merged.rows.len(),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", out.display());
             ExitCode::from(2)
         }
     }
@@ -362,6 +465,10 @@ fn schema(markdown: bool, write: bool, cases: Option<PathBuf>) -> ExitCode {
     for (file, text) in [
         (schema::SCHEMA_FILE, schema::case_schema_text()),
         (reference::REFERENCE_FILE, reference::text()),
+        (
+            vkcopy_suite::report::schema::SCHEMA_FILE,
+            vkcopy_suite::report::schema::results_schema_text(),
+        ),
     ] {
         let path = root.join(file);
         if let Err(e) = std::fs::write(&path, text) {
@@ -588,8 +695,10 @@ fn run(args: RunArgs) -> ExitCode {
         spawn,
     };
     let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
+    let clock = std::time::Instant::now();
     let mut report = suite.report();
     report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
+    report.seconds = clock.elapsed().as_secs_f64();
     progress.finish();
     match report.write(&args.report_dir) {
         Ok(dir) => out!("report: {}", dir.display()),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::rt::Placement;
 
 /// What the case itself did, whatever the expectations say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Pass,
@@ -66,7 +66,7 @@ impl std::fmt::Display for Status {
 
 /// The status judged against the expectations (known failures and known flakes)
 /// and the re-runs; this, not the status, decides whether the run fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -123,7 +123,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// What running a case once gave (one attempt).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub status: Status,
     /// Why it failed or was skipped; empty on a pass.
@@ -143,7 +143,7 @@ pub struct Outcome {
 
 /// One `measure` step's result. Seconds by the host clock around the whole copy
 /// unless named `gpu_`; GB/s are 1e9 bytes/s.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     /// `copy_to_host g`, `copy_to_device g`, `device_to_device a -> b`.
     pub what: String,
@@ -171,7 +171,7 @@ pub struct Measurement {
 }
 
 /// A measurement against a reference measured in the same run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ratio {
     /// `host_memcpy`, or the name of another measure of the case.
     pub of: String,
@@ -231,7 +231,7 @@ impl Measurement {
 }
 
 /// A placement as it goes into reports.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlacementRecord {
     pub role: String,
     pub memory_type: u32,
@@ -239,6 +239,10 @@ pub struct PlacementRecord {
     pub heap: u32,
     pub bytes: u64,
     pub fallbacks: u32,
+    /// The caller's host memory imported for the copy (`VK_EXT_external_memory_host`)
+    /// rather than a staging buffer. Absent in reports before this field.
+    #[serde(default)]
+    pub imported: bool,
 }
 
 impl From<&Placement> for PlacementRecord {
@@ -250,6 +254,7 @@ impl From<&Placement> for PlacementRecord {
             heap: p.heap,
             bytes: p.size,
             fallbacks: p.fallbacks,
+            imported: p.imported,
         }
     }
 }

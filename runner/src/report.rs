@@ -1,11 +1,20 @@
-//! Run reports: one JSON file and one Markdown summary per run and device,
-//! written below `reports/out/<device>/`.
+//! Run reports: per run, a new folder `reports/out/<device>/<start time>/`
+//! with `results.json` (schema: `reports/results.schema.json`), `results.csv`,
+//! `failures.csv`, `junit.xml`, `summary.md` and the throughput chart.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::{Outcome, Verdict};
+
+pub mod csv;
+pub mod folder;
+pub mod markdown;
+pub mod meta;
+pub mod schema;
+
+pub use meta::{MemoryRecord, ToolRecord};
 
 /// A file or folder name for a device: lower case letters, digits and '-'
 /// ("NVIDIA H200" is `nvidia-h200`).
@@ -27,17 +36,28 @@ pub fn device_slug(name: &str) -> String {
 }
 
 /// The device a run used, as far as it is known.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct DeviceRecord {
     pub name: String,
     pub device_type: String,
+    /// Driver name and info (`NVIDIA 580.159.04`, `llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`).
     pub driver: String,
+    /// `driverVersion`, decoded as its vendor encodes it (`580.159.4`).
+    pub driver_version: String,
+    /// The Vulkan version the device supports.
     pub api_version: String,
+    /// `vendorID` and `deviceID`.
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// The optional features and extensions the runtime enabled because the
+    /// device has them (`VK_EXT_external_memory_host`, `shaderInt64` ...).
+    pub extensions: Vec<String>,
 }
 
 /// One case's result: its own status (in `outcome`, flattened: `status`,
 /// `message`, ...) and the verdict against the expectations.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
     pub name: String,
     pub path: String,
@@ -55,15 +75,43 @@ pub struct CaseRecord {
     pub outcome: Outcome,
 }
 
-/// A whole run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The version of the report format that [`Report`] writes. Reports without
+/// `schema_version` are version 1 (one `status` per case, verdicts included).
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn version_1() -> u32 {
+    1
+}
+
+/// A whole run: `results.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
+    #[serde(default = "version_1")]
+    pub schema_version: u32,
+    #[serde(default)]
+    pub tool: ToolRecord,
     pub device: DeviceRecord,
+    /// The device's own memory table; None without a device.
+    #[serde(default)]
+    pub memory: Option<MemoryRecord>,
     pub policy: String,
-    /// The recorded memory table presented to the allocator, if any (`--simulate-memory`).
+    /// The recorded memory table presented to the allocator, if any (`--simulate-memory`);
+    /// placements then refer to its types.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(default)]
     pub simulated_memory: Option<String>,
+    /// Whether the Khronos validation layer was on (`VKCOPY_VALIDATION=1`).
+    #[serde(default)]
+    pub validation: bool,
+    /// The machine's host name.
+    #[serde(default)]
+    pub host: String,
+    /// When the run started, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(default)]
+    pub started: String,
+    /// How long the whole run took.
+    #[serde(default)]
+    pub seconds: f64,
     pub cases: Vec<CaseRecord>,
 }
 
@@ -119,56 +167,6 @@ impl Report {
         }
     }
 
-    /// The Markdown summary: counts, then a table of failures and skips.
-    pub fn markdown(&self) -> String {
-        let mut out = format!(
-            "# vkcopy-suite on {}{}\n\nDriver: {}, Vulkan {}, policy `{}`.\n\n**{}**\n\n",
-            self.device.name,
-            self.simulated_memory
-                .as_deref()
-                .map(|t| format!(", simulating {t}"))
-                .unwrap_or_default(),
-            self.device.driver,
-            self.device.api_version,
-            self.policy,
-            self.summary()
-        );
-        let measured: Vec<String> = self
-            .cases
-            .iter()
-            .flat_map(|c| {
-                c.outcome
-                    .measurements
-                    .iter()
-                    .map(move |m| format!("| {} | {} |\n", c.name, m.table_row()))
-            })
-            .collect();
-        if !measured.is_empty() {
-            out.push_str(
-                "## Throughput (GB/s = 1e9 bytes/s, host clock; GPU: timestamps)\n\n\
-                 | case | copy | bytes | best GB/s | median GB/s | best us | GPU best us | ratio |\n\
-                 |---|---|---|---|---|---|---|---|\n",
-            );
-            out.extend(measured);
-            out.push('\n');
-        }
-        out.push_str("| case | status | verdict | seconds | message |\n|---|---|---|---|---|\n");
-        for c in &self.cases {
-            let msg = c
-                .outcome
-                .message
-                .lines()
-                .next()
-                .unwrap_or("")
-                .replace('|', "\\|");
-            out.push_str(&format!(
-                "| {} | {} | {} | {:.3} | {} |\n",
-                c.name, c.outcome.status, c.verdict, c.outcome.seconds, msg
-            ));
-        }
-        out
-    }
-
     /// JUnit XML, one test case per case, for CI viewers.
     pub fn junit(&self) -> String {
         use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
@@ -204,25 +202,41 @@ impl Report {
         report.to_string().unwrap_or_default()
     }
 
-    /// Writes `results.json`, `junit.xml`, `summary.md` and (when the run measured
-    /// copies) `throughput.svg` into `dir/<device>/`; returns that folder.
-    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        let out = dir.join(self.device_slug());
-        std::fs::create_dir_all(&out)?;
-        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(out.join("results.json"), json)?;
-        std::fs::write(out.join("summary.md"), self.markdown())?;
-        std::fs::write(out.join("junit.xml"), self.junit())?;
-        let json = serde_json::to_value(self).map_err(std::io::Error::other)?;
+    /// The throughput chart, when the run measured copies.
+    pub fn chart(&self) -> Result<Option<Vec<u8>>, String> {
+        let json = serde_json::to_value(self).map_err(|e| e.to_string())?;
         let bars = crate::plot::bars_from_report(&json, "");
-        if !bars.is_empty() {
-            let title = format!(
-                "vkcopy-suite on {}, policy {}",
-                self.device.name, self.policy
-            );
-            crate::plot::throughput_svg(&bars, &title, &out.join("throughput.svg"))
-                .map_err(std::io::Error::other)?;
+        if bars.is_empty() {
+            return Ok(None);
         }
-        Ok(out)
+        let title = format!(
+            "vkcopy-suite on {}, policy {}",
+            self.device.name, self.policy
+        );
+        crate::plot::throughput_svg_text(&bars, &title).map(|t| Some(t.into_bytes()))
+    }
+
+    /// Writes every report file into a new folder `dir/<device>/<start time>/`
+    /// (`-2`, `-3` ... when another run took that name); returns the folder.
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        json.push('\n');
+        let mut files = vec![
+            ("results.json", json.into_bytes()),
+            ("results.csv", csv::results(self)),
+            ("failures.csv", csv::failures(self)),
+            ("junit.xml", self.junit().into_bytes()),
+            ("summary.md", self.markdown().into_bytes()),
+        ];
+        if let Some(svg) = self.chart().map_err(std::io::Error::other)? {
+            files.push(("throughput.svg", svg));
+        }
+        let name = folder::stamp_name(&self.started);
+        let name = if name.is_empty() {
+            "run".to_owned()
+        } else {
+            name
+        };
+        folder::write_new(&dir.join(self.device_slug()), &name, &files)
     }
 }

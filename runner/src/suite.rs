@@ -9,7 +9,8 @@ use crate::exec;
 use crate::expectations::Expectations;
 use crate::outcome::{Outcome, Status};
 use crate::plan::{self, CasePlan};
-use crate::report::{device_slug, CaseRecord, DeviceRecord, Report};
+use crate::report::meta::driver_version_name;
+use crate::report::{device_slug, CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
 use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
 use crate::steps::compute;
 
@@ -17,6 +18,8 @@ use crate::steps::compute;
 #[derive(Clone, Debug)]
 pub struct Device {
     pub record: DeviceRecord,
+    /// The device's own memory table.
+    pub memory: MemoryRecord,
     pub device_type: DeviceType,
     /// Why kernels cannot run on an element type, per type that cannot.
     unsupported: Vec<(ElemType, String)>,
@@ -41,8 +44,13 @@ pub fn probe(options: &ContextOptions) -> Result<Result<Device, String>, Error> 
             name: i.name.clone(),
             device_type: format!("{:?}", i.device_type),
             driver: i.driver.clone(),
+            driver_version: driver_version_name(i.vendor_id, i.driver_version),
             api_version: i.api_version.clone(),
+            vendor_id: i.vendor_id,
+            device_id: i.device_id,
+            extensions: i.features.iter().map(|f| f.to_string()).collect(),
         },
+        memory: MemoryRecord::from(ctx.device_memory()),
         device_type: i.device_type,
         unsupported,
     }))
@@ -317,9 +325,16 @@ impl Suite {
         }
     }
 
-    /// An empty report of a run on this suite's device and policy.
+    /// An empty report of a run on this suite's device and policy, starting now.
     pub fn report(&self) -> Report {
         Report {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: ToolRecord::this(),
+            memory: self.device.as_ref().ok().map(|d| d.memory.clone()),
+            validation: self.options.validation,
+            host: crate::stamp::host_name(),
+            started: crate::stamp::utc_now(),
+            seconds: 0.0,
             device: self
                 .device
                 .as_ref()
@@ -342,12 +357,14 @@ impl Suite {
         filter: Option<&str>,
         mut each: impl FnMut(&CaseRecord),
     ) -> Result<Report, String> {
+        let clock = std::time::Instant::now();
         let mut report = self.report();
         for entry in self.entries(filter)? {
             let record = self.run(&entry);
             each(&record);
             report.cases.push(record);
         }
+        report.seconds = clock.elapsed().as_secs_f64();
         Ok(report)
     }
 

@@ -11,14 +11,28 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-/// The one device folder a run wrote its reports to, below `dir`.
-fn only_report(dir: &Path) -> std::path::PathBuf {
+/// The one folder below `dir`.
+fn only_folder(dir: &Path) -> std::path::PathBuf {
     let folders: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(folders.len(), 1, "{folders:?}");
     folders.into_iter().next().unwrap()
+}
+
+/// The newest run folder below `dir/<device>/` (each run writes a new one).
+fn latest_report(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(only_folder(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .unwrap()
+}
+
+/// The one run folder a run wrote its reports to: `dir/<device>/<start time>`.
+fn only_report(dir: &Path) -> std::path::PathBuf {
+    only_folder(&only_folder(dir))
 }
 
 #[test]
@@ -177,7 +191,7 @@ fn the_old_policy_fails_only_its_known_failures() {
     );
     assert!(std::fs::read_to_string(device.join("summary.md"))
         .unwrap()
-        .contains("| regressions::seed_readback::h200 | fail | expected_fail |"));
+        .contains("| regressions::seed_readback::h200 | expected_fail | fail |"));
 }
 
 #[test]
@@ -438,6 +452,132 @@ fn bench_overlap_writes_both_experiments() {
     assert!(stdout.contains("duplex"), "{stdout}");
 }
 
+/// Every XML element name and text of `xml`, as quick-xml reads them; panics
+/// on malformed XML.
+fn xml_parts(xml: &str) -> (Vec<String>, Vec<String>) {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut elements, mut texts) = (Vec::new(), Vec::new());
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(e) | Event::Empty(e) => {
+                elements.push(String::from_utf8_lossy(e.name().as_ref()).into_owned())
+            }
+            Event::Text(t) => {
+                let t = String::from_utf8_lossy(&t).trim().to_owned();
+                if !t.is_empty() {
+                    texts.push(t);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (elements, texts)
+}
+
+#[test]
+fn a_run_writes_every_report_file_and_each_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        suite()
+            .args(["run", "--filter", "perf::[rs]*", "--report-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(out.status.success(), "{stdout}");
+    let folder = only_report(dir.path());
+    let mut files: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "failures.csv",
+            "junit.xml",
+            "results.csv",
+            "results.json",
+            "summary.md",
+            "throughput.svg"
+        ]
+    );
+    // results.json against the committed schema.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("reports/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(json["schema_version"], 2);
+    assert_eq!(json["tool"]["name"], "vkcopy-suite");
+    assert!(json["started"].as_str().unwrap().ends_with('Z'));
+    let names: Vec<&str> = json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "perf::readback_64mib",
+            "perf::readback_vs_upload",
+            "perf::small_copy_latency"
+        ]
+    );
+    // CSV: deqp-runner's shape.
+    let csv = std::fs::read_to_string(folder.join("results.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert_eq!(rows[2][..2], ["perf::small_copy_latency", "Pass"]);
+    assert!(rows[2][2].parse::<f64>().unwrap() > 0.0);
+    assert_eq!(
+        std::fs::read_to_string(folder.join("failures.csv")).unwrap(),
+        ""
+    );
+    // JUnit: one test case per case.
+    let (elements, _) = xml_parts(&std::fs::read_to_string(folder.join("junit.xml")).unwrap());
+    assert_eq!(elements.iter().filter(|e| *e == "testcase").count(), 3);
+    // The chart: GB/s and latency each on an axis of its own, and a legend.
+    let (elements, texts) =
+        xml_parts(&std::fs::read_to_string(folder.join("throughput.svg")).unwrap());
+    assert_eq!(elements[0], "svg");
+    for want in [
+        "GB/s (1e9 bytes/s, host clock), log scale",
+        "microseconds per copy (host clock), copies of 64 KiB or less, log scale",
+        "best GB/s",
+        "median GB/s",
+        "best us",
+        "perf::small_copy_latency: copy_to_host g",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
+    }
+    let summary = std::fs::read_to_string(folder.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("**3 passed, 0 failed, 0 skipped, 0 expected failures, 0 flaky**"),
+        "{summary}"
+    );
+    // A second run gets a folder of its own.
+    assert!(run().status.success());
+    let runs = std::fs::read_dir(folder.parent().unwrap()).unwrap().count();
+    assert_eq!(runs, 2);
+}
+
 /// The runner's fixtures (one case per status) in a folder of their own, with
 /// the recorded table `exhausts_memory` simulates.
 fn fleet_cases() -> tempfile::TempDir {
@@ -473,9 +613,10 @@ fn fleet_run(dir: &Path, args: &[&str]) -> Command {
 
 const HOOKS: &str = "panic:panics,abort:aborts,hang:hangs,flake:flaky";
 
-/// Case name -> (status, verdict, attempts, message) of the report below `dir/out`.
+/// Case name -> (status, verdict, attempts, message) of the newest report below `dir/out`.
 fn fleet_results(dir: &Path) -> std::collections::BTreeMap<String, (String, String, u64, String)> {
-    let json = std::fs::read_to_string(only_report(&dir.join("out")).join("results.json")).unwrap();
+    let json =
+        std::fs::read_to_string(latest_report(&dir.join("out")).join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     v["cases"]
         .as_array()
@@ -637,7 +778,7 @@ fn expectations_written_from_a_run_then_rerun_failed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("6 expected failures"), "{stdout}");
-    let report = only_report(&dir.path().join("out")).join("results.json");
+    let report = latest_report(&dir.path().join("out")).join("results.json");
     let out = fleet_run(dir.path(), &["--rerun-failed"])
         .arg(&report)
         .output()

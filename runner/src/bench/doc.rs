@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::stamp;
+use crate::stamp;
 use crate::timing::{gbps, Samples};
 
 /// One run of a bench: who made it, on what, and its results.

@@ -23,7 +23,6 @@ pub mod host;
 pub mod overlap;
 pub mod paths;
 pub mod sizes;
-pub mod stamp;
 pub mod sweep;
 
 use std::path::{Path, PathBuf};

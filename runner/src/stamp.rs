@@ -1,4 +1,4 @@
-//! Where and when a bench run was made, as the CUDA reference records them:
+//! Where and when a run was made, as the CUDA reference records them:
 //! the host's name and the UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,0 +1,227 @@
+//! Reports as `diff` and `merge` read them: any version of `results.json`
+//! (version 1, before `schema_version`, wrote one `status` per case with the
+//! verdict folded in), and folders of them (the shards of one run).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// One case of a loaded report.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CaseResult {
+    pub name: String,
+    /// The case's own outcome: `pass`, `fail`, `crash` ...
+    pub status: String,
+    /// Against the expectations: `pass`, `fail`, `expected_fail`, `flake` ...
+    pub verdict: String,
+    pub message: String,
+    pub seconds: f64,
+    pub measurements: Vec<Measured>,
+}
+
+impl CaseResult {
+    /// Whether the verdict fails a run (`fail`, `unexpected_pass`).
+    pub fn is_failure(&self) -> bool {
+        matches!(self.verdict.as_str(), "fail" | "unexpected_pass")
+    }
+}
+
+/// One timed copy of a loaded report.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Measured {
+    pub what: String,
+    pub name: Option<String>,
+    pub bytes: u64,
+    pub best_seconds: f64,
+    /// Best GB/s.
+    pub gbps: f64,
+}
+
+impl Measured {
+    /// What identifies the copy within its case: `copy_to_host g, 4096 bytes`.
+    pub fn key(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{} ({n}), {} bytes", self.what, self.bytes),
+            None => format!("{}, {} bytes", self.what, self.bytes),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeviceFields {
+    name: String,
+    driver: String,
+    api_version: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+struct ReportFields {
+    schema_version: Option<u32>,
+    device: DeviceFields,
+    policy: String,
+    simulated_memory: Option<String>,
+    started: String,
+    cases: Vec<CaseResult>,
+}
+
+/// A report (or the union of several, for the shards of one run).
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    /// The files it was read from.
+    pub files: Vec<PathBuf>,
+    pub device: String,
+    pub driver: String,
+    pub api_version: String,
+    pub policy: String,
+    pub simulated_memory: Option<String>,
+    /// The earliest start time.
+    pub started: String,
+    /// By name, each once.
+    pub cases: Vec<CaseResult>,
+}
+
+impl Loaded {
+    /// What tells this run's configuration apart in a table: the device's
+    /// folder name, the simulated table and the policy when not `vkcopy`
+    /// (`nvidia-h200`, `nvidia-h200-simulating-lavapipe`, `nvidia-h200-halide-legacy`).
+    pub fn label(&self) -> String {
+        let mut label = crate::report::device_slug(&self.device);
+        if let Some(t) = &self.simulated_memory {
+            label += &format!("-simulating-{}", crate::report::device_slug(t));
+        }
+        if !self.policy.is_empty() && self.policy != "vkcopy" {
+            label += &format!("-{}", crate::report::device_slug(&self.policy));
+        }
+        label
+    }
+
+    pub fn case(&self, name: &str) -> Option<&CaseResult> {
+        self.cases.iter().find(|c| c.name == name)
+    }
+
+    /// Adds `other`'s cases; a case in both keeps the later run's result.
+    pub fn absorb(&mut self, other: Loaded) {
+        let later = other.started > self.started;
+        if self.files.is_empty() {
+            *self = other;
+            return;
+        }
+        if other.started < self.started {
+            self.started = other.started.clone();
+        }
+        self.files.extend(other.files);
+        for c in other.cases {
+            match self.cases.iter_mut().find(|m| m.name == c.name) {
+                Some(mine) if later => *mine = c,
+                Some(_) => {}
+                None => self.cases.push(c),
+            }
+        }
+        self.cases.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
+/// Reads one `results.json`, of any version.
+pub fn load_file(path: &Path) -> Result<Loaded, String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| err(&e))?;
+    let fields: ReportFields = serde_json::from_str(&text).map_err(|e| err(&e))?;
+    if fields.cases.iter().any(|c| c.name.is_empty()) {
+        return Err(err(
+            &"a case without a name: not a vkcopy-suite results.json",
+        ));
+    }
+    let version = fields.schema_version.unwrap_or(1);
+    if version > crate::report::SCHEMA_VERSION {
+        return Err(err(&format!(
+            "schema_version {version} is newer than this vkcopy-suite reads ({})",
+            crate::report::SCHEMA_VERSION
+        )));
+    }
+    let mut cases = fields.cases;
+    for c in &mut cases {
+        upgrade_case(c, version);
+    }
+    cases.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Loaded {
+        files: vec![path.to_owned()],
+        device: fields.device.name,
+        driver: fields.device.driver,
+        api_version: fields.device.api_version,
+        policy: fields.policy,
+        simulated_memory: fields.simulated_memory,
+        started: fields.started,
+        cases,
+    })
+}
+
+/// A version 1 case has the verdict in `status`: split it into both.
+fn upgrade_case(c: &mut CaseResult, version: u32) {
+    if version >= 2 && !c.verdict.is_empty() {
+        return;
+    }
+    c.verdict = c.status.clone();
+    c.status = match c.status.as_str() {
+        "expected_fail" => "fail".into(),
+        "unexpected_pass" => "pass".into(),
+        other => other.into(),
+    };
+}
+
+/// Every `results.json` of `path`: the file itself, or those below a folder.
+pub fn report_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if path.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    if !path.is_dir() {
+        return Err(format!("{}: no such file or folder", path.display()));
+    }
+    let pattern = path.join("**").join("results.json");
+    let mut files: Vec<PathBuf> = glob::glob(&pattern.to_string_lossy())
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .filter_map(Result::ok)
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!(
+            "{}: no results.json in this folder",
+            path.display()
+        ));
+    }
+    Ok(files)
+}
+
+/// The reports of `paths`, one per configuration ([`Loaded::label`]): the
+/// shards and re-runs of one configuration are joined.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
+    let mut out: Vec<Loaded> = Vec::new();
+    for p in paths {
+        for file in report_files(p)? {
+            let one = load_file(&file)?;
+            match out.iter_mut().find(|l| l.label() == one.label()) {
+                Some(l) => l.absorb(one),
+                None => out.push(one),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One report from `path` (a file, or a folder whose reports are all of one
+/// configuration).
+pub fn load_one(path: &Path) -> Result<Loaded, String> {
+    let mut all = load_all(&[path.to_owned()])?;
+    match all.len() {
+        1 => Ok(all.remove(0)),
+        _ => Err(format!(
+            "{}: reports of {} configurations ({}); name one",
+            path.display(),
+            all.len(),
+            all.iter().map(Loaded::label).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
