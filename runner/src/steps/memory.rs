@@ -254,7 +254,10 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             ctx.device_release();
         }
         Op::NativeBuffer { native, bytes } => {
-            let n = native::Native::new(ctx, *bytes)?;
+            let n = native::Native::new(ctx, *bytes).map_err(|e| match e {
+                native::NativeError::Unsupported(m) => StepError::Unsupported(m),
+                native::NativeError::Failed(m) => StepError::Check(m),
+            })?;
             s.natives.insert(*native, n);
         }
         Op::WrapNative {

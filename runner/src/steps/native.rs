@@ -2,7 +2,15 @@
 //! runtime, as an application hands its own buffers to Halide.
 
 use crate::rt::{vk, Context};
-use crate::steps::state::StepError;
+
+/// Why a native buffer could not be made.
+#[derive(Debug)]
+pub enum NativeError {
+    /// The device has no memory for it: the case is skipped.
+    Unsupported(String),
+    /// A Vulkan call failed.
+    Failed(String),
+}
 
 /// Most bytes of one native buffer.
 pub const MAX_NATIVE_BYTES: u64 = 1 << 30;
@@ -15,13 +23,13 @@ pub struct Native<'a> {
     size: u64,
 }
 
-fn failed(call: &str, r: vk::Result) -> StepError {
-    StepError::Check(format!("native_buffer: {call} failed: {r}"))
+fn failed(call: &str, r: vk::Result) -> NativeError {
+    NativeError::Failed(format!("native_buffer: {call} failed: {r}"))
 }
 
 impl<'a> Native<'a> {
     /// A buffer of `size` bytes usable for copies and as a storage buffer.
-    pub fn new(ctx: &'a Context, size: u64) -> Result<Self, StepError> {
+    pub fn new(ctx: &'a Context, size: u64) -> Result<Self, NativeError> {
         let device = ctx.raw_device();
         let info = vk::BufferCreateInfo::default()
             .size(size)
@@ -54,7 +62,7 @@ impl<'a> Native<'a> {
                     .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
         };
         let Some(memory_type) = (0..props.memory_type_count).find(|&i| device_local(i)) else {
-            return Err(StepError::Unsupported(
+            return Err(NativeError::Unsupported(
                 "native_buffer: no device-local memory type takes the buffer".into(),
             ));
         };
