@@ -294,7 +294,13 @@ impl Context {
                     (src.0.region.vk_buffer(), src_off),
                     (imported, base + dst.0.offset as u64),
                     Some(HostSide::Dst),
-                )?;
+                );
+                if let Err(Error::Timeout { .. }) = gpu {
+                    // The GPU may still be writing the memory: the write lock is held
+                    // until it is idle, so no reader of the host memory races it.
+                    self.inner.device.settle();
+                }
+                let gpu = gpu?;
                 self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
                 return Ok(());
             }
