@@ -55,8 +55,7 @@ pub(crate) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // SAFETY: waiting for idle has no preconditions; nothing is submitted after.
-        let _ = unsafe { self.device.raw.device_wait_idle() };
+        let _ = self.device.wait_idle();
     }
 }
 

@@ -746,9 +746,9 @@ impl Drop for Allocator {
     /// Frees every block; regions hold the allocator, so none is in use.
     fn drop(&mut self) {
         let (device, stats) = (&self.device.raw, &self.device.stats);
-        // SAFETY: no region is alive (each holds the allocator) and every submission
-        // was waited for.
-        let _ = unsafe { device.device_wait_idle() };
+        // No region is alive (each holds the allocator) and every submission was
+        // waited for; idle anyway, in case a wait timed out.
+        let _ = self.device.wait_idle();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         for ty in 0..st.pools.len() {
             let (blocks, buffers) = st.pools[ty].drain();

@@ -154,12 +154,25 @@ impl DeviceShared {
     /// work) once it is idle, so that nothing freed afterwards is still in use.
     pub(crate) fn wait_failed(&self, call: &'static str, result: vk::Result) -> Error {
         self.lost.store(true, Ordering::Release);
-        // SAFETY: waiting for idle has no preconditions; its result does not
-        // matter, the device is refused from now on.
-        let _ = unsafe { self.raw.device_wait_idle() };
+        // Its result does not matter: the device is refused from now on.
+        let _ = self.wait_idle();
         Error::DeviceLost(format!(
             "{call} failed: {result}; the device's work is in an unknown state"
         ))
+    }
+
+    /// `vkDeviceWaitIdle` with every queue's lock held: it uses all queues, which
+    /// must not be submitted to meanwhile (another thread may be submitting).
+    pub(crate) fn wait_idle(&self) -> std::result::Result<(), vk::Result> {
+        let mut held = Vec::with_capacity(self.queues.len());
+        for (i, q) in self.queues.iter().enumerate() {
+            // Roles that share a queue share its lock: take each lock once, in order.
+            if self.queues[..i].iter().all(|p| !Arc::ptr_eq(p, q)) {
+                held.push(q.lock().1);
+            }
+        }
+        // SAFETY: waiting for idle has no preconditions; the queues are locked.
+        unsafe { self.raw.device_wait_idle() }
     }
 
     /// Notes that a wait timed out, leaving work pending.
@@ -171,8 +184,7 @@ impl DeviceShared {
     /// device to be idle, as work left pending may still use them.
     pub(crate) fn settle(&self) {
         if self.unsettled.swap(false, Ordering::AcqRel) {
-            // SAFETY: waiting for idle has no preconditions.
-            if unsafe { self.raw.device_wait_idle() }.is_err() {
+            if self.wait_idle().is_err() {
                 self.unsettled.store(true, Ordering::Release);
             }
         }
