@@ -71,11 +71,12 @@ impl<'a> Windows<'a> {
         }
     }
 
-    /// About how many windows `plan` takes (at least the number).
+    /// About how many windows `plan` takes (at most one less than a carry
+    /// costs); the ring's size, which windows share round-robin.
     fn estimate(plan: &CopyPlan, window: u64, max_pieces: usize) -> usize {
         let by_bytes = plan.bytes().div_ceil(window);
         let by_pieces = plan.chunks().div_ceil(max_pieces as u64);
-        (by_bytes + by_pieces) as usize
+        by_bytes.max(by_pieces) as usize
     }
 }
 
