@@ -134,7 +134,9 @@ impl Context {
                 }
                 kernel.record(device, cmd, &sets, i, l);
             }
-        })?;
+        });
+        // The descriptor sets go when this returns, pending or not.
+        let gpu = s.device.settle_on_timeout(gpu)?;
         let host = start.elapsed().as_nanos() as u64;
         drop(sets);
         drop(cache);

@@ -225,7 +225,7 @@ impl Context {
         let barrier = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-        s.submitter.run(|cmd| {
+        let ran = s.submitter.run(|cmd| {
             for (i, ((d, &pipeline), &set)) in
                 dispatches.iter().zip(&pipelines).zip(sets).enumerate()
             {
@@ -256,7 +256,9 @@ impl Context {
                     device.cmd_dispatch(cmd, groups, 1, 1);
                 }
             }
-        })?;
+        });
+        // The descriptor pool goes when this returns, pending or not.
+        s.device.settle_on_timeout(ran)?;
         cache.stats.dispatches += dispatches.len() as u64;
         drop(pool);
         drop(cache);

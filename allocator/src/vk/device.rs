@@ -190,6 +190,15 @@ impl DeviceShared {
         }
     }
 
+    /// `r`, after [`settle`](Self::settle) when it is a timeout: for work whose
+    /// objects (descriptor pools) are destroyed as soon as the call returns.
+    pub(crate) fn settle_on_timeout<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(Error::Timeout { .. }) = r {
+            self.settle();
+        }
+        r
+    }
+
     /// Fails with `device_lost` once the device was lost.
     pub(crate) fn usable(&self, what: &str) -> Result<()> {
         match self.is_lost() {
