@@ -98,7 +98,7 @@
 //! Cargo features: `yaml` reads and writes recorded memory tables;
 //! `simulate` presents a recorded table on top of the real device; `emulate`
 //! brings back known Halide bugs; `fault-injection` makes chosen Vulkan calls
-//! fail, for tests of error paths ([`fault`], `VKCOPY_FAULTS`). A conformance suite turns them on; a runtime
+//! fail, for tests of error paths (module `fault`, `VKCOPY_FAULTS`). A conformance suite turns them on; a runtime
 //! user needs none.
 
 #![warn(missing_docs, unreachable_pub, clippy::undocumented_unsafe_blocks)]

@@ -183,10 +183,8 @@ impl DeviceShared {
     /// Before memory or buffers are freed: after a timed-out wait, waits for the
     /// device to be idle, as work left pending may still use them.
     pub(crate) fn settle(&self) {
-        if self.unsettled.swap(false, Ordering::AcqRel) {
-            if self.wait_idle().is_err() {
-                self.unsettled.store(true, Ordering::Release);
-            }
+        if self.unsettled.swap(false, Ordering::AcqRel) && self.wait_idle().is_err() {
+            self.unsettled.store(true, Ordering::Release);
         }
     }
 

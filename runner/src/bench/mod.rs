@@ -7,7 +7,7 @@
 //! | [`args`] | the command line |
 //! | [`sizes`] | `4KiB`-style sizes, read and written |
 //! | [`doc`] | the JSON document, read and written (one set of serde structs) |
-//! | [`stamp`] | host name and UTC time of a run |
+//! | [`crate::stamp`] | host name and UTC time of a run |
 //! | [`host`] | the kinds of host memory a copy reads or writes |
 //! | [`paths`] | the copy paths and one copy of each |
 //! | [`sweep`] | running the sweep on a context |
