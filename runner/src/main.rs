@@ -423,7 +423,9 @@ fn bench(args: &vkcopy_suite::bench::Args) -> ExitCode {
 fn devices() -> ExitCode {
     match Context::list_devices() {
         Ok(list) => {
+            // One YAML document per device.
             for d in list {
+                out!("---");
                 out!("# device {}: {} ({:?})", d.index, d.name, d.device_type);
                 out!("{}", d.memory.to_yaml());
             }

@@ -880,3 +880,22 @@ fn a_lost_device_is_device_lost_and_the_next_case_gets_a_fresh_one() {
         assert_eq!(got[later].0, "pass", "{later}: {stdout}");
     }
 }
+
+#[test]
+fn devices_prints_one_yaml_document_per_device() {
+    let out = suite().arg("devices").output().unwrap();
+    if !out.status.success() {
+        return; // no Vulkan driver here
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<&str> = text
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .collect();
+    assert!(!docs.is_empty(), "{text}");
+    assert!(text.starts_with("---\n"), "{text}");
+    for doc in docs {
+        let table = vkcopy::MemoryTable::from_yaml_str(doc, "devices").unwrap();
+        assert!(!table.types.is_empty(), "{doc}");
+    }
+}
