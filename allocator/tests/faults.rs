@@ -7,13 +7,11 @@
 
 use std::time::Instant;
 
-use ash::vk;
-use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
 use vkcopy::{fault, Buffer, Context, ContextOptions, DeviceCopy, ElemType, Error};
 
 mod common;
 
-use common::validation_installed;
+use common::{noncoherent_only, validation_installed};
 
 /// The errors injected.
 const RESULTS: &[&str] = &[
@@ -37,28 +35,8 @@ fn options() -> ContextOptions {
 /// Host-visible memory only non-coherent (simulated on the real device), so that
 /// mapped ranges are flushed and invalidated.
 fn noncoherent() -> ContextOptions {
-    let flags = vk::MemoryPropertyFlags::DEVICE_LOCAL;
-    let table = MemoryTable {
-        name: "synthetic non-coherent".into(),
-        device_type: DeviceType::IntegratedGpu,
-        non_coherent_atom_size: 256,
-        heaps: vec![MemoryHeap {
-            size: 1 << 30,
-            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
-        }],
-        types: vec![
-            MemoryType { heap: 0, flags },
-            MemoryType {
-                heap: 0,
-                flags: flags
-                    | vk::MemoryPropertyFlags::HOST_VISIBLE
-                    | vk::MemoryPropertyFlags::HOST_CACHED,
-            },
-        ],
-        buffer_memory_type_bits: 0b11,
-    };
     ContextOptions {
-        simulate_memory: Some(table),
+        simulate_memory: Some(noncoherent_only()),
         ..options()
     }
 }

@@ -4,12 +4,11 @@
 use std::thread;
 
 use ash::vk;
-use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, Emulate};
 
 mod common;
 
-use common::{assert_clean, context};
+use common::{assert_clean, context, noncoherent_only};
 
 /// Fills on the host, uploads, clears the host, reads back; returns mismatches.
 fn round_trip(ctx: &Context, name: &str, extents: &[i64], seed: i64) -> u64 {
@@ -84,40 +83,6 @@ fn small_buffers_share_blocks() {
     // Released regions keep their memory until release_unused.
     assert_eq!(ctx.release_unused(), 1);
     assert_clean(&ctx);
-}
-
-/// A made-up table whose buffers may only use non-coherent cached memory, so that
-/// uploads need flushes and readbacks need invalidates. Real drivers must also offer
-/// a coherent host-visible type; this one hides it through memoryTypeBits.
-fn noncoherent_only() -> MemoryTable {
-    MemoryTable {
-        name: "synthetic non-coherent".into(),
-        device_type: DeviceType::IntegratedGpu,
-        non_coherent_atom_size: 256,
-        heaps: vec![MemoryHeap {
-            size: 1 << 30,
-            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
-        }],
-        types: vec![
-            MemoryType {
-                heap: 0,
-                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL,
-            },
-            MemoryType {
-                heap: 0,
-                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
-                    | vk::MemoryPropertyFlags::HOST_VISIBLE
-                    | vk::MemoryPropertyFlags::HOST_COHERENT,
-            },
-            MemoryType {
-                heap: 0,
-                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
-                    | vk::MemoryPropertyFlags::HOST_VISIBLE
-                    | vk::MemoryPropertyFlags::HOST_CACHED,
-            },
-        ],
-        buffer_memory_type_bits: 0b101,
-    }
 }
 
 #[test]

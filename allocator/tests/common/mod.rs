@@ -1,8 +1,10 @@
-//! What the integration tests share: a context on the default device, and the
-//! end-of-test checks.
+//! What the integration tests share: a context on the default device, the
+//! end-of-test checks, and a simulated table of non-coherent host memory.
 
 #![allow(dead_code)]
 
+use ash::vk;
+use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
 use vkcopy::{Context, ContextOptions, Error};
 
 /// Whether the Khronos validation layer is installed here.
@@ -36,4 +38,38 @@ pub fn assert_clean(ctx: &Context) {
     assert!(leaks.is_empty(), "{leaks}");
     let messages = ctx.take_validation_messages();
     assert!(messages.is_empty(), "validation messages: {messages:#?}");
+}
+
+/// A made-up table whose buffers may only use non-coherent cached memory, so that
+/// uploads need flushes and readbacks need invalidates. Real drivers must also offer
+/// a coherent host-visible type; this one hides it through memoryTypeBits.
+pub fn noncoherent_only() -> MemoryTable {
+    MemoryTable {
+        name: "synthetic non-coherent".into(),
+        device_type: DeviceType::IntegratedGpu,
+        non_coherent_atom_size: 256,
+        heaps: vec![MemoryHeap {
+            size: 1 << 30,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+        }],
+        types: vec![
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            },
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_COHERENT,
+            },
+            MemoryType {
+                heap: 0,
+                flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_CACHED,
+            },
+        ],
+        buffer_memory_type_bits: 0b101,
+    }
 }
