@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use ash::vk;
+use vkcopy::ash::vk;
 use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
 use vkcopy::{Context, ContextOptions, Error};
 
