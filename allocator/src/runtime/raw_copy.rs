@@ -16,8 +16,9 @@ use crate::vk::region::Region;
 
 /// A plain copy of `bytes` along one path, ready to run many times.
 ///
-/// Host memory is the `readback` role's for both directions: host memory the
-/// GPU reaches over the bus, not host-visible device memory.
+/// Host memory is the policy's `readback` memory for both directions: under the
+/// vkcopy policy host memory the GPU reaches over the bus; under Halide's old
+/// policy BAR-mapped device memory.
 pub struct RawCopy<'a> {
     ctx: &'a Context,
     src: Arc<Region>,
