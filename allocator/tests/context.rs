@@ -154,3 +154,31 @@ fn leak_reports_say_alive_before_teardown_and_leaked_after() {
     assert!(leaked.to_string().starts_with("leaked"), "{leaked}");
     drop(kept);
 }
+
+/// Contexts made and dropped on several threads at once: the loader keeps one
+/// list of devices for the process, so creation and destruction race unless the
+/// runtime orders them.
+#[test]
+fn contexts_made_and_dropped_on_threads_at_once() {
+    if context(ContextOptions::default()).is_none() {
+        return;
+    }
+    let rounds = 40;
+    let made: usize = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(move || {
+                    (0..rounds)
+                        .map(|_| {
+                            let ctx = Context::new(ContextOptions::default()).expect("a context");
+                            let report = ctx.close();
+                            assert!(report.is_empty(), "{report}");
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    assert_eq!(made, 4 * rounds);
+}

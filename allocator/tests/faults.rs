@@ -5,6 +5,8 @@
 //! counters and the validation layer's object tracking at teardown), no data may
 //! come back wrong, and the context must stay usable or say `device_lost`.
 
+use std::io::Write;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use vkcopy::{fault, Buffer, Context, ContextOptions, DeviceCopy, ElemType, Error};
@@ -156,6 +158,11 @@ fn faulty_run(
 /// Every entry point (of `only`, if given) x (first, middle, last, from the
 /// middle on) x `results`.
 fn sweep(options: ContextOptions, results: &[&str], only: Option<&[&str]>) {
+    // One sweep at a time: each makes hundreds of contexts, which on two cores go
+    // no faster side by side, and a crash names its fault only when alone.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let trace = std::env::var_os("FAULTS_TRACE").is_some() || std::env::var_os("CI").is_some();
     let counts: Vec<_> = clean_run(&options)
         .into_iter()
         .filter(|(e, _)| only.is_none_or(|o| o.contains(e)))
@@ -180,8 +187,10 @@ fn sweep(options: ContextOptions, results: &[&str], only: Option<&[&str]>) {
                 let plus = if onward { "+" } else { "" };
                 let spec = format!("{entry}@{nth}{plus}={result}");
                 runs += 1;
-                if std::env::var_os("FAULTS_TRACE").is_some() {
-                    eprintln!("{spec}");
+                if trace {
+                    // Straight to the process's stderr, past the test harness's
+                    // capture, so that the last line names the fault if the process dies.
+                    let _ = writeln!(std::io::stderr(), "fault {spec}");
                 }
                 if let Err(why) = faulty_run(&options, &spec, entry, onward) {
                     failures.push(format!("{spec}: {why}"));

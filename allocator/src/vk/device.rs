@@ -14,7 +14,7 @@ use crate::error::{Error, Result, VkContext};
 use crate::memory::table::MemoryTable;
 use crate::stats::Stats;
 use crate::vk::adapter::{Adapter, DeviceInfo};
-use crate::vk::instance::Instance;
+use crate::vk::instance::{lifecycle, Instance};
 pub(crate) use crate::vk::queue::{Queue, QueueRole};
 
 /// Devices of this process that are still open.
@@ -99,6 +99,8 @@ impl DeviceShared {
             .enabled_extension_names(&extensions)
             .enabled_features(&adapter.enabled)
             .push_next(&mut timeline);
+        // Creation and the lookups of its functions and queues.
+        let order = lifecycle();
         // SAFETY: valid create info referring to locals; destroyed in drop.
         let raw = unsafe { instance.raw.create_device(adapter.physical, &info, None) }
             .vk("vkCreateDevice")?;
@@ -109,6 +111,7 @@ impl DeviceShared {
                 a,
             )
         });
+        drop(order);
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         Ok(DeviceShared {
             raw,
@@ -251,6 +254,7 @@ impl Drop for DeviceShared {
         // one and is gone.
         unsafe {
             let _ = self.raw.device_wait_idle();
+            let _order = lifecycle();
             self.raw.destroy_device(None);
         }
         LIVE_DEVICES.fetch_sub(1, Ordering::Relaxed);

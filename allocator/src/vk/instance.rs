@@ -14,6 +14,15 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 /// Messages of the validation layer (and other debug-utils messages).
 type Messages = Mutex<Vec<String>>;
 
+/// Held while an instance or a device is created or destroyed. The loader keeps
+/// the devices of all instances in lists that it reads under its own lock and
+/// changes without it (Vulkan-Loader issue 2018), so contexts made and dropped on
+/// several threads at once must not create or destroy at the same time.
+pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The loader, loaded once per process and never unloaded, with one instance kept
 /// open for the process. The loader unloads the drivers when its last instance is
 /// destroyed and loads them again with the next; some drivers stop loading after a
@@ -32,8 +41,11 @@ pub(crate) fn load_entry() -> Result<&'static ash::Entry> {
             let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
             let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
             let info = vk::InstanceCreateInfo::default().application_info(&app);
-            // SAFETY: plain instance creation; kept for the process on purpose.
-            let keep = unsafe { entry.create_instance(&info, None) }.ok();
+            let keep = {
+                let _order = lifecycle();
+                // SAFETY: plain instance creation; kept for the process on purpose.
+                unsafe { entry.create_instance(&info, None) }.ok()
+            };
             Ok(Loader {
                 entry,
                 _keep_drivers_loaded: keep,
@@ -180,8 +192,11 @@ impl Instance {
             // Catches messages from instance creation and destruction too.
             info = info.push_next(&mut instance_messenger);
         }
-        // SAFETY: every pointer in `info` refers to locals alive across the call.
-        let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
+        let raw = {
+            let _order = lifecycle();
+            // SAFETY: every pointer in `info` refers to locals alive across the call.
+            unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?
+        };
         let mut instance = Instance {
             raw,
             validation,
@@ -222,6 +237,7 @@ impl Drop for Instance {
             if let Some((du, m)) = self.debug.take() {
                 du.destroy_debug_utils_messenger(m, None);
             }
+            let _order = lifecycle();
             self.raw.destroy_instance(None);
         }
         #[cfg(feature = "fault-injection")]
