@@ -168,6 +168,10 @@ pub struct Measurement {
     /// The `min_ratio` check, with the reference's figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio: Option<Ratio>,
+    /// Why the step's speed thresholds were not held, if they were not (under
+    /// the validation layer, whose cost per call is part of every time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_held: Option<String>,
 }
 
 /// A measurement against a reference measured in the same run.
@@ -203,6 +207,9 @@ impl Measurement {
                 "; {:.3}x {} ({:.3} GB/s, min {})",
                 r.ratio, r.of, r.reference_gbps, r.min
             );
+        }
+        if let Some(why) = &self.not_held {
+            line += &format!("; not held: {why}");
         }
         line
     }

@@ -274,6 +274,11 @@ impl Context {
         COUNTER_NAMES.iter().copied().zip(values).collect()
     }
 
+    /// Whether the Khronos validation layer is enabled on this context.
+    pub fn validation(&self) -> bool {
+        self.inner.device.instance.validation
+    }
+
     /// Validation-layer (and other debug-utils) messages so far, and clears them.
     pub fn take_validation_messages(&self) -> Vec<String> {
         self.inner.device.instance.messages(true)
