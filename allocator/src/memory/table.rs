@@ -152,6 +152,10 @@ pub struct MemoryHeap {
     pub size: u64,
     /// `VkMemoryPropertyFlags` / `VkMemoryHeapFlags`.
     pub flags: vk::MemoryHeapFlags,
+    /// In a simulated table, the bytes `VK_EXT_memory_budget` reports as the heap's
+    /// budget; the context's blocks and `fill_heap` count against it. A real
+    /// device's budget is read from the driver instead.
+    pub budget: Option<u64>,
 }
 
 /// One memory type (`VkMemoryType`).

@@ -62,9 +62,10 @@ impl MemoryTable {
         out.push_str("heaps:\n");
         for (i, h) in self.heaps.iter().enumerate() {
             let flags = flag_list(h.flags.as_raw(), &HEAP_FLAGS);
+            let budget = h.budget.map_or(String::new(), |b| format!(", budget: {b}"));
             let _ = writeln!(
                 out,
-                "  - {{ size: {}, flags: {flags} }}  # heap {i}: {} MiB",
+                "  - {{ size: {}, flags: {flags}{budget} }}  # heap {i}: {} MiB",
                 h.size,
                 h.size >> 20
             );
@@ -231,6 +232,8 @@ struct RawTable {
 struct RawHeap {
     size: u64,
     flags: Vec<Spanned<String>>,
+    #[serde(default)]
+    budget: Option<Spanned<u64>>,
 }
 
 impl Listed for RawHeap {
@@ -292,9 +295,20 @@ impl RawTable {
                 &h.value.flags,
                 &HEAP_FLAGS,
             )?;
+            let budget = h.value.budget.as_ref();
+            if let Some(b) = budget.filter(|b| b.value > h.value.size) {
+                return Err(TableError::Invalid {
+                    at: Place::at(origin, Some(b.referenced)),
+                    message: format!(
+                        "heaps[{i}].budget: {} bytes is more than the heap's size ({} bytes)",
+                        b.value, h.value.size
+                    ),
+                });
+            }
             heaps.push(MemoryHeap {
                 size: h.value.size,
                 flags: vk::MemoryHeapFlags::from_raw(flags),
+                budget: budget.map(|b| b.value),
             });
         }
         let mut types = Vec::with_capacity(self.types.value.0.len());

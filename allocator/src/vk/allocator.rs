@@ -276,10 +276,12 @@ impl Allocator {
                 size: self.device.memory.heaps[real].size,
             },
             max_allocation: self.device.info.max_memory_allocation_size,
-            budget: if self.is_simulated() {
-                None
-            } else {
-                self.budget(real)
+            budget: match self.is_simulated() {
+                true => self.table.heaps[h].budget.map(|size| HeapUse {
+                    used: st.heap_used[h].saturating_add(st.heap_filler[h]),
+                    size,
+                }),
+                false => self.budget(real),
             },
         };
         limits.refuse(bytes)

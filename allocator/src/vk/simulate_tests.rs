@@ -16,6 +16,7 @@ fn table(types: &[vk::MemoryPropertyFlags], bits: u32) -> MemoryTable {
         heaps: vec![MemoryHeap {
             size: 1 << 30,
             flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
         }],
         types: types
             .iter()

@@ -51,6 +51,7 @@ pub fn noncoherent_only() -> MemoryTable {
         heaps: vec![MemoryHeap {
             size: 1 << 30,
             flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
         }],
         types: vec![
             MemoryType {
