@@ -39,6 +39,7 @@ fn one_heap(heap: u64) -> MemoryTable {
             },
         ],
         buffer_memory_type_bits: 0b11,
+        dedicated_from: None,
     }
 }
 
@@ -199,5 +200,38 @@ fn fill_heap_counts_against_the_budget() {
         "{e}"
     );
     drop(a);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn buffers_the_driver_wants_alone_get_blocks_of_their_own() {
+    // A driver that prefers dedicated memory for buffers of 1 MiB and more.
+    let mut table = one_heap(1 << 30);
+    table.dedicated_from = Some(MIB);
+    let Some(ctx) = with_table(table) else {
+        return;
+    };
+    let mut big = Buffer::new("big", ElemType::U32, &[512 * 1024]).unwrap();
+    big.fill(|c| c[0] * 3 + 1).unwrap();
+    ctx.copy_to_device(&mut big).unwrap();
+    // Its own block of exactly its size, not a pooled block of 32 MiB.
+    assert_eq!(counter(&ctx, "blocks"), 1);
+    assert_eq!(counter(&ctx, "block_bytes"), 2 * MIB);
+    let mut small = device_buffer(512 * 1024);
+    ctx.device_malloc(&mut small).unwrap();
+    let pooled = ctx.alloc_config().minimum_block_size;
+    assert_eq!(counter(&ctx, "blocks"), 2);
+    assert_eq!(counter(&ctx, "block_bytes"), 2 * MIB + pooled);
+    // The data went through the dedicated buffer and back.
+    big.fill(|_| 0).unwrap();
+    big.host_dirty = false;
+    big.device_dirty = true;
+    ctx.copy_to_host(&mut big).unwrap();
+    assert_eq!(big.compare(|c| c[0] * 3 + 1, 1).unwrap().mismatches, 0);
+    // Released, the dedicated block goes back at once; the pooled one stays.
+    ctx.device_free(&mut big).unwrap();
+    assert_eq!(counter(&ctx, "blocks"), 1);
+    assert_eq!(counter(&ctx, "block_bytes"), pooled);
+    drop((big, small));
     assert_clean(&ctx);
 }

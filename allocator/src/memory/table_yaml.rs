@@ -84,6 +84,9 @@ impl MemoryTable {
             "buffer_memory_type_bits: {:#x}",
             self.buffer_memory_type_bits
         );
+        if let Some(d) = self.dedicated_from {
+            let _ = writeln!(out, "dedicated_from: {d}");
+        }
         out
     }
 }
@@ -220,6 +223,8 @@ struct RawTable {
     #[serde(default)]
     buffer_memory_type_bits: Option<Spanned<TypeBits>>,
     #[serde(default)]
+    dedicated_from: Option<u64>,
+    #[serde(default)]
     #[allow(dead_code)] // documentation only
     source: Option<String>,
     #[serde(default)]
@@ -332,6 +337,7 @@ impl RawTable {
             heaps,
             types,
             buffer_memory_type_bits: 0,
+            dedicated_from: self.dedicated_from,
         };
         table.buffer_memory_type_bits = match &self.buffer_memory_type_bits {
             Some(b) => b.value.0,

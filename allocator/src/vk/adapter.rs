@@ -353,6 +353,7 @@ fn memory_table(
         heaps,
         types,
         buffer_memory_type_bits: all_types,
+        dedicated_from: None,
     }
 }
 

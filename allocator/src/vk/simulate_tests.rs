@@ -23,6 +23,7 @@ fn table(types: &[vk::MemoryPropertyFlags], bits: u32) -> MemoryTable {
             .map(|&flags| MemoryType { heap: 0, flags })
             .collect(),
         buffer_memory_type_bits: bits,
+        dedicated_from: None,
     }
 }
 

@@ -72,5 +72,6 @@ pub fn noncoherent_only() -> MemoryTable {
             },
         ],
         buffer_memory_type_bits: 0b101,
+        dedicated_from: None,
     }
 }

@@ -57,6 +57,7 @@ fn table(types: &[(u32, F)]) -> MemoryTable {
             .map(|&(heap, flags)| MemoryType { heap, flags })
             .collect(),
         buffer_memory_type_bits: (1 << types.len()) - 1,
+        dedicated_from: None,
     }
 }
 
