@@ -1463,5 +1463,6 @@ impl<'a> Parser<'a> {
     }
 }
 
+mod range;
 #[cfg(test)]
 mod tests;
