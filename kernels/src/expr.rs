@@ -392,6 +392,11 @@ impl Expr {
         Compiled { kind }
     }
 
+    /// Whether the value depends on coordinate `d` (0 for `x`).
+    pub fn uses_dim(&self, d: usize) -> bool {
+        self.ops.iter().any(|op| *op == Op::Coord(d))
+    }
+
     /// The highest coordinate used (0 for `x`), or `None` if none is.
     pub fn max_dim(&self) -> Option<usize> {
         self.ops

@@ -16,6 +16,7 @@
 //! finds the family by name, so adding a step is an edit of its family (and of
 //! `cases/README.md`).
 
+pub mod aliased;
 pub mod async_copies;
 pub mod bind;
 pub mod checks;
