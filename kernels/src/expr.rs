@@ -394,7 +394,7 @@ impl Expr {
 
     /// Whether the value depends on coordinate `d` (0 for `x`).
     pub fn uses_dim(&self, d: usize) -> bool {
-        self.ops.iter().any(|op| *op == Op::Coord(d))
+        self.ops.contains(&Op::Coord(d))
     }
 
     /// The highest coordinate used (0 for `x`), or `None` if none is.
