@@ -133,6 +133,9 @@ struct State {
     dedicated: HashMap<u64, bool>,
 }
 
+/// A placed region: its block and reservation.
+type Placed = (BlockId, crate::memory::region::Reservation<vk::Buffer>);
+
 /// Buffer sizes whose dedicated requirements are remembered at most.
 const DEDICATED_SIZES: usize = 256;
 
@@ -553,8 +556,7 @@ impl Allocator {
         ty: u32,
         size: u64,
         alignment: u64,
-    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), String>
-    {
+    ) -> std::result::Result<Placed, String> {
         let heap = self.table.types[ty as usize].heap;
         let refused = match self.place_once(st, ty, size, alignment) {
             Ok(placed) => return Ok(placed),
@@ -637,8 +639,7 @@ impl Allocator {
         ty: u32,
         size: u64,
         alignment: u64,
-    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), Refusal>
-    {
+    ) -> std::result::Result<Placed, Refusal> {
         let wanted = self
             .wants_dedicated(st, size)
             .map_err(|e| Refusal::Failed(e.to_string()))?;
@@ -719,8 +720,7 @@ impl Allocator {
         ty: u32,
         size: u64,
         alignment: u64,
-    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), Refusal>
-    {
+    ) -> std::result::Result<Placed, Refusal> {
         let device = &self.device.raw;
         let buffer = self
             .create_unbound(size)

@@ -370,20 +370,21 @@ fn plan_control(
             if p.in_threads {
                 return Err(p.err("threads inside threads; one level only"));
             }
-            let (line, column) = p.at();
-            let (path, name) = (p.path_arc(), p.step());
+            let here = op_here(
+                p,
+                OpKind::Threads {
+                    count,
+                    ops: Vec::new(),
+                },
+            );
             let mut ops = Vec::new();
             p.in_threads = true;
             let planned = plan(&t.steps, p, &mut ops);
             p.in_threads = false;
             planned?;
             out.push(Op {
-                path,
-                step: name,
-                line,
-                column,
-                iteration: p.loops.describe(),
                 kind: OpKind::Threads { count, ops },
+                ..here
             });
         }
         control::Step::ExpectError { error, step } => {
