@@ -155,25 +155,20 @@ fn fits(out: &Buffer, input: &Buffer, n: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// How a kernel over `out`'s box addresses `input` (bound, with device memory).
-trait Operands {
-    fn operand(&self, input: &Buffer, out: &Buffer) -> Result<Operand>;
-}
-
-impl Operands for Context {
-    fn operand(&self, input: &Buffer, out: &Buffer) -> Result<Operand> {
-        let b = self.bind(input)?;
-        let delta: u64 = input
-            .dims()
-            .iter()
-            .zip(out.dims())
-            .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
-            .sum();
-        Ok(Operand {
-            base: b.base + delta,
-            strides: input.dims().iter().map(|d| d.stride as u64).collect(),
-        })
-    }
+/// How a kernel over `out`'s box addresses `input` (with device memory): its
+/// element at `out`'s mins, and its strides.
+fn operand(ctx: &Context, input: &Buffer, out: &Buffer) -> Result<Operand> {
+    let b = ctx.bind(input)?;
+    let delta: u64 = input
+        .dims()
+        .iter()
+        .zip(out.dims())
+        .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
+        .sum();
+    Ok(Operand {
+        base: b.base + delta,
+        strides: input.dims().iter().map(|d| d.stride as u64).collect(),
+    })
 }
 
 fn elements(buf: &Buffer) -> Result<u64> {
@@ -274,7 +269,7 @@ impl Kernels for Context {
         };
         let mut operands = Vec::with_capacity(inputs.len());
         for input in inputs.iter() {
-            operands.push(self.operand(input, out)?);
+            operands.push(operand(self, input, out)?);
         }
         let kernel = Kernel {
             elem: out.elem(),
@@ -334,7 +329,7 @@ impl Kernels for Context {
             };
             let mut operands = Vec::with_capacity(inputs.len());
             for input in inputs.iter() {
-                operands.push(self.operand(input, out)?);
+                operands.push(operand(self, input, out)?);
             }
             let per_dispatch = (self.max_bindings().min(MAX_BINDINGS) - 1) as usize;
             let chunks = operands.len().div_ceil(per_dispatch).max(1);

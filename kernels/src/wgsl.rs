@@ -203,10 +203,9 @@ fn binding(out: &mut String, elem: ElemType, n: usize, output: bool) {
 /// into the source instead.
 const PUSH_WORDS: usize = vkcopy::MAX_PUSH_WORDS;
 
-/// Where each shape parameter of a kernel is among its words.
+/// Where each shape parameter of a kernel is among its words; word 0 is the
+/// number of elements.
 struct Layout {
-    /// Linear index bound (elements).
-    total: usize,
     /// Extents of dimensions 0 .. n - 1 (the last needs none).
     extents: usize,
     /// Mins of the coordinates the value uses.
@@ -325,7 +324,6 @@ impl Kernel<'_> {
         (
             w,
             Layout {
-                total: 0,
                 extents,
                 mins,
                 operands,
@@ -386,7 +384,8 @@ impl Kernel<'_> {
         for b in 1..self.bindings() {
             binding(&mut s, self.binding_elem(b), b, false);
         }
-        let total = p(at.total);
+        // Word 0 is the number of elements.
+        let total = p(0);
         let _ = write!(
             s,
             "\n@compute @workgroup_size({WORKGROUP_SIZE})\n\

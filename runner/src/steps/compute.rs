@@ -332,13 +332,14 @@ fn plan_map(map: &Map, p: &Planner) -> Result<Op, CaseError> {
         }
         inputs.push(b);
     }
-    let names: Vec<&str> = inputs
-        .iter()
-        .chain([&out])
-        .map(|&b| p.slots[b].name.as_str())
-        .collect();
+    let mut names: Vec<&str> = inputs.iter().map(|&b| p.slots[b].name.as_str()).collect();
     for name in &names {
         Expr::check_input_name(name).map_err(|e| p.err(format!("field inputs: {e}")))?;
+    }
+    // The output is an operand when its name can be one.
+    let out_name = p.slots[out].name.as_str();
+    if Expr::check_input_name(out_name).is_ok() {
+        names.push(out_name);
     }
     let value = p.value_with("value", out, &map.value, &names)?;
     if !p.expecting_error {
