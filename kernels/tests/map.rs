@@ -244,3 +244,40 @@ fn map_errors() {
     drop((out, small, flat, many));
     finish(&ctx);
 }
+
+/// Seven inputs over four dimensions: a shape of 48 words, more than the push
+/// constants hold, so it is written into the source; the values still agree
+/// with the host, and a second shape of this form is a second pipeline.
+#[test]
+fn map_whose_shape_is_too_large_for_push_constants() {
+    let Some(ctx) = context() else { return };
+    let most = ctx.max_bindings() as usize - 1;
+    if most < 7 {
+        eprintln!("skipping: a dispatch binds {} buffers", most + 1);
+        return;
+    }
+    let mut rng = Rng(99);
+    let names: Vec<String> = (0..7).map(|j| format!("i{j}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let value =
+        Expr::parse_with("i0 - i1 + i2 * 2 + max(i3, i4) + i5 % 5 + i6 + w", &refs).unwrap();
+    let before = ctx.pipeline_stats().compiled;
+    for extents in [[3i64, 2, 2, 2], [2, 3, 2, 2]] {
+        let mut ins: Vec<Buffer> = (0..7)
+            .map(|j| {
+                let elem = [ElemType::I32, ElemType::U8, ElemType::I16][j % 3];
+                let mut b = Buffer::new(&names[j], elem, &extents).unwrap();
+                randomize(&mut b, &mut rng);
+                b
+            })
+            .collect();
+        let mut out = Buffer::new("out", ElemType::I32, &extents).unwrap();
+        let mut refs: Vec<&mut Buffer> = ins.iter_mut().collect();
+        ctx.kernel_map(&mut out, &mut refs, &value).unwrap();
+        ctx.copy_to_host(&mut out).unwrap();
+        let inputs: Vec<&Buffer> = ins.iter().collect();
+        check_map(&out, &value, &inputs, None);
+    }
+    assert_eq!(ctx.pipeline_stats().compiled - before, 2);
+    finish(&ctx);
+}
