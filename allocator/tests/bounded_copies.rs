@@ -79,3 +79,38 @@ fn a_strided_layout_round_trips() {
     drop(b);
     assert_clean(&ctx);
 }
+
+#[test]
+fn strided_device_copies_round_trip_between_and_within_buffers() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let started = Instant::now();
+    // 16000 one-byte chunks: neither the copy kernel nor one region can take them.
+    let mut a = Buffer::with_dims("a", ElemType::U8, dims(&[(16000, 2)]), true).unwrap();
+    a.fill(|c| c[0] * 7 + 1).unwrap();
+    ctx.copy_to_device(&mut a).unwrap();
+    let mut b = Buffer::with_dims("b", ElemType::U8, dims(&[(16000, 3)]), true).unwrap();
+    ctx.buffer_copy(&a, &mut b, true).unwrap();
+    ctx.copy_to_host(&mut b).unwrap();
+    assert_eq!(
+        b.compare(|c| (c[0] * 7 + 1) & 0xff, 1).unwrap().mismatches,
+        0
+    );
+    // Within one buffer: the first half of `a` onto its second half, through a
+    // temporary.
+    let first = a.cropped("first", &[0], &[8000]).unwrap();
+    let mut second = a
+        .strided_view("second", &[8000], dims(&[(8000, 2)]))
+        .unwrap();
+    ctx.buffer_copy(&first, &mut second, true).unwrap();
+    drop((first, second));
+    a.host_dirty = false;
+    a.device_dirty = true;
+    ctx.copy_to_host(&mut a).unwrap();
+    let expected = |c: &[i64]| ((c[0] % 8000) * 7 + 1) & 0xff;
+    assert_eq!(a.compare(expected, 1).unwrap().mismatches, 0);
+    eprintln!("strided device copies: {:.1?}", started.elapsed());
+    drop((a, b));
+    assert_clean(&ctx);
+}

@@ -24,6 +24,7 @@ fn one_heap(heap: u64) -> MemoryTable {
         heaps: vec![MemoryHeap {
             size: heap,
             flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
         }],
         types: vec![
             MemoryType {
@@ -38,12 +39,17 @@ fn one_heap(heap: u64) -> MemoryTable {
             },
         ],
         buffer_memory_type_bits: 0b11,
+        dedicated_from: None,
     }
 }
 
 fn simulated(heap: u64) -> Option<Context> {
+    with_table(one_heap(heap))
+}
+
+fn with_table(table: MemoryTable) -> Option<Context> {
     context(ContextOptions {
-        simulate_memory: Some(one_heap(heap)),
+        simulate_memory: Some(table),
         ..Default::default()
     })
 }
@@ -132,5 +138,100 @@ fn no_block_beyond_the_real_heap() {
         "{e}"
     );
     assert_eq!(counter(&ctx, "blocks"), 0);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn the_budget_bounds_the_blocks_and_empty_ones_go_back_first() {
+    // A 1 GiB heap of which the driver grants 160 MiB (VK_EXT_memory_budget).
+    let mut table = one_heap(1 << 30);
+    table.heaps[0].budget = Some(160 * MIB);
+    let Some(ctx) = with_table(table) else {
+        return;
+    };
+    let (mut a, mut b) = (device_buffer(64 * MIB), device_buffer(64 * MIB));
+    ctx.device_malloc(&mut a).unwrap();
+    ctx.device_malloc(&mut b).unwrap();
+    // 128 MiB live in blocks of 64 MiB: a third does not fit the budget.
+    let e = malloc_error(&ctx, 64 * MIB);
+    assert!(
+        e.contains(&format!(
+            "heap 0 is full (memory budget: {} of {} bytes in use)",
+            128 * MIB,
+            160 * MIB
+        )),
+        "{e}"
+    );
+    assert!(e.contains(&format!("{} bytes live", 128 * MIB)), "{e}");
+    drop((a, b));
+    // The two empty 64 MiB blocks stay pooled until a request needs their room.
+    assert_eq!(counter(&ctx, "blocks"), 2);
+    let mut c = device_buffer(150 * MIB);
+    ctx.device_malloc(&mut c)
+        .unwrap_or_else(|e| panic!("150 MiB after freeing: {e}"));
+    assert_eq!(counter(&ctx, "blocks"), 1);
+    drop(c);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn fill_heap_counts_against_the_budget() {
+    let mut table = one_heap(1 << 30);
+    table.heaps[0].budget = Some(256 * MIB);
+    let Some(ctx) = with_table(table) else {
+        return;
+    };
+    // Other programs hold 64 MiB of the heap.
+    assert_eq!(ctx.fill_heap(0, 960 * MIB).unwrap(), 64 * MIB);
+    let mut a = device_buffer(100 * MIB);
+    ctx.device_malloc(&mut a).unwrap();
+    // 64 + 100 + 100 MiB is past the budget, though the heap has room.
+    let e = malloc_error(&ctx, 100 * MIB);
+    assert!(
+        e.contains(&format!(
+            "(memory budget: {} of {} bytes in use)",
+            164 * MIB,
+            256 * MIB
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("{} bytes taken by fill_heap", 64 * MIB)),
+        "{e}"
+    );
+    drop(a);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn buffers_the_driver_wants_alone_get_blocks_of_their_own() {
+    // A driver that prefers dedicated memory for buffers of 1 MiB and more.
+    let mut table = one_heap(1 << 30);
+    table.dedicated_from = Some(MIB);
+    let Some(ctx) = with_table(table) else {
+        return;
+    };
+    let mut big = Buffer::new("big", ElemType::U32, &[512 * 1024]).unwrap();
+    big.fill(|c| c[0] * 3 + 1).unwrap();
+    ctx.copy_to_device(&mut big).unwrap();
+    // Its own block of exactly its size, not a pooled block of 32 MiB.
+    assert_eq!(counter(&ctx, "blocks"), 1);
+    assert_eq!(counter(&ctx, "block_bytes"), 2 * MIB);
+    let mut small = device_buffer(512 * 1024);
+    ctx.device_malloc(&mut small).unwrap();
+    let pooled = ctx.alloc_config().minimum_block_size;
+    assert_eq!(counter(&ctx, "blocks"), 2);
+    assert_eq!(counter(&ctx, "block_bytes"), 2 * MIB + pooled);
+    // The data went through the dedicated buffer and back.
+    big.fill(|_| 0).unwrap();
+    big.host_dirty = false;
+    big.device_dirty = true;
+    ctx.copy_to_host(&mut big).unwrap();
+    assert_eq!(big.compare(|c| c[0] * 3 + 1, 1).unwrap().mismatches, 0);
+    // Released, the dedicated block goes back at once; the pooled one stays.
+    ctx.device_free(&mut big).unwrap();
+    assert_eq!(counter(&ctx, "blocks"), 1);
+    assert_eq!(counter(&ctx, "block_bytes"), pooled);
+    drop((big, small));
     assert_clean(&ctx);
 }

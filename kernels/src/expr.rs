@@ -450,6 +450,11 @@ impl Expr {
         Compiled { kind }
     }
 
+    /// Whether the value depends on coordinate `d` (0 for `x`).
+    pub fn uses_dim(&self, d: usize) -> bool {
+        self.ops.contains(&Op::Coord(d))
+    }
+
     /// The highest coordinate used (0 for `x`), or `None` if none is.
     pub fn max_dim(&self) -> Option<usize> {
         self.ops
@@ -1553,5 +1558,6 @@ impl<'a> Parser<'a> {
     }
 }
 
+mod range;
 #[cfg(test)]
 mod tests;

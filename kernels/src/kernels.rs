@@ -24,8 +24,10 @@
 //! Element types: i32, u32, f32, and the 8/16-bit types everywhere (no device
 //! feature needed); i64/u64 need `shaderInt64`, f64 needs `shaderFloat64`, else
 //! [`Error::UnsupportedType`] names the missing feature. Values of a fill are
-//! computed in `i32` and converted as a C cast does; an add or sum computes in the
-//! element type (integers wrap, floats round).
+//! computed in `i32` and converted as a C cast does, so a fill whose values could
+//! leave `i32` anywhere in the computation over the buffer's box is refused (the
+//! host, which computes in `i64`, would give other values); an add or sum
+//! computes in the element type (integers wrap, floats round).
 //!
 //! Inputs that overlap the output in memory at other coordinates give undefined
 //! results, as in Halide. An output with a zero stride (several coordinates at
@@ -209,6 +211,16 @@ impl Kernels for Context {
             Error::KernelCompileFailed(format!("{}: the value {why}", out.name()))
         })?;
         let n = elements(out)?;
+        if n > 0 {
+            let boxes: Vec<(i64, i64)> = out
+                .dims()
+                .iter()
+                .map(|d| (d.min, d.min + d.extent - 1))
+                .collect();
+            value.fits_i32(&boxes).map_err(|why| {
+                Error::KernelCompileFailed(format!("{}: the value {why}", out.name()))
+            })?;
+        }
         self.device_malloc(out)?;
         if n > 0 {
             let bound = self.bind(out)?;

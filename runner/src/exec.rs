@@ -9,7 +9,7 @@ use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes};
 use crate::selection;
 use crate::steps::state::{State, StepError};
-use crate::steps::{self};
+use crate::steps::{self, Op, OpKind};
 
 /// Runs `plan`; `options` says which device and policy. A case that needs a device
 /// gets a context of its own.
@@ -116,16 +116,86 @@ fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, Strin
         state.put(i, b);
     }
     for op in &plan.ops {
-        steps::run(op, state).map_err(|e| {
-            let status = match &e {
-                StepError::Unsupported(_) => Status::Skip,
-                StepError::Runtime(e) => status_of(e),
-                StepError::Check(_) => Status::Fail,
-            };
-            (status, format!("{}: {e}", op.located()))
-        })?;
+        if let OpKind::Threads { count, ops } = &op.kind {
+            run_threads(state.ctx, plan, *count, ops)
+                .map_err(|(status, m)| (status, format!("{}: {m}", op.located())))?;
+            continue;
+        }
+        run_one(op, state)?;
     }
     Ok(())
+}
+
+/// One step; a failure as the case's status and a located message.
+fn run_one(op: &Op, state: &mut State) -> Result<(), (Status, String)> {
+    steps::run(op, state).map_err(|e| {
+        let status = match &e {
+            StepError::Unsupported(_) => Status::Skip,
+            StepError::Runtime(e) => status_of(e),
+            StepError::Check(_) => Status::Fail,
+        };
+        (status, format!("{}: {e}", op.located()))
+    })
+}
+
+/// `ops` on `count` threads at once on `ctx`, each with fresh buffers of the
+/// case's declarations; the first failure, naming its thread.
+fn run_threads(
+    ctx: &Context,
+    plan: &RuntimePlan,
+    count: usize,
+    ops: &[Op],
+) -> Result<(), (Status, String)> {
+    // The threads start their steps together, once each has its buffers.
+    let start = std::sync::Barrier::new(count);
+    let thread = || -> Result<(), (Status, String)> {
+        let mut state = State::new(ctx, plan.slots.clone());
+        let mut made = Ok(());
+        for (i, d) in plan.buffers.iter().enumerate() {
+            match new_buffer(d) {
+                Ok(b) => state.put(i, b),
+                Err(e) => {
+                    made = Err((status_of(&e), format!("buffer {}: {e}", d.name)));
+                    break;
+                }
+            }
+        }
+        start.wait();
+        made?;
+        for op in ops {
+            run_one(op, &mut state)?;
+        }
+        let unwaited = state.in_flight();
+        if !unwaited.is_empty() {
+            return Err((
+                Status::Fail,
+                format!(
+                    "async copies never waited for (add `wait:` steps): {}",
+                    unwaited.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    };
+    let thread = &thread;
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..count).map(|_| s.spawn(thread)).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err((Status::Crash, "panicked".into())))
+            })
+            .collect()
+    });
+    match results
+        .into_iter()
+        .enumerate()
+        .find_map(|(t, r)| r.err().map(|e| (t, e)))
+    {
+        Some((t, (status, m))) => Err((status, format!("thread {t} of {count}: {m}"))),
+        None => Ok(()),
+    }
 }
 
 /// The status of a case that stopped on a runtime error: the device was lost,

@@ -410,6 +410,13 @@ fn step_line(c: &Ctx, op: &Op) -> String {
         OpKind::ExpectError { error, op } => {
             format!("expect_error {error} from: {}", step_line(c, op))
         }
+        OpKind::Threads { count, ops } => {
+            let each: Vec<String> = ops.iter().map(|o| step_line(c, o)).collect();
+            format!(
+                "{count} threads at once, each with its own buffers: {}",
+                each.join("; ")
+            )
+        }
     }
 }
 

@@ -637,6 +637,12 @@ fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let root = args.cases.clone().unwrap_or_else(cases_root);
+    for f in vkcopy_suite::discover::misnamed_files(&root) {
+        eprintln!(
+            "warning: {}: not run: the suite reads only *.yaml files; rename it to .yaml",
+            f.display()
+        );
+    }
     let config = Config {
         cases: root.clone(),
         options,

@@ -400,6 +400,8 @@ fn an_async_copy_left_in_flight_fails_its_case() {
     };
     std::fs::write(root.join("left.yaml"), case("")).unwrap();
     std::fs::write(root.join("waited.yaml"), case("  - wait: g\n")).unwrap();
+    // Not read, and said so.
+    std::fs::write(root.join("typo.yml"), case("  - wait: g\n")).unwrap();
     let out = suite()
         .arg("run")
         .arg("--cases")
@@ -417,6 +419,11 @@ fn an_async_copy_left_in_flight_fails_its_case() {
         "{stdout}"
     );
     assert!(stdout.contains("1 passed, 1 failed"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("typo.yml: not run: the suite reads only *.yaml files; rename it to .yaml"),
+        "{stderr}"
+    );
 }
 
 /// `bench --overlap` measures both experiments and writes them as JSON.

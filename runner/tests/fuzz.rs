@@ -2,29 +2,54 @@
 //! (stable Rust, no installs): case files assembled from the vocabulary's own
 //! pieces, and recorded tables with their lines cut and swapped. Each input
 //! must load or fail with a located error; none may panic or hang. The seed
-//! is fixed, so every run tries the same `FUZZ_CASES` inputs per target
-//! (20 000 by default) and a failure replays; `bad_cases/` is the committed
-//! corpus of hand-written inputs.
+//! sequence is fixed, so a failure replays (its batch is named); each target runs
+//! for `FUZZ_SECS` seconds (60 with `CI` set, else 10). `bad_cases/` is the
+//! committed corpus of hand-written inputs.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use vkcopy_suite::discover::cases_root;
 use vkcopy_suite::plan;
 use vkcopy_suite::rt::MemoryTable;
 
-fn runner() -> TestRunner {
-    let cases = std::env::var("FUZZ_CASES")
+/// Seconds each target runs: `FUZZ_SECS`, default 60 with `CI` set, else 10.
+fn seconds() -> u64 {
+    let default = if std::env::var_os("CI").is_some() {
+        60
+    } else {
+        10
+    };
+    std::env::var("FUZZ_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+        .unwrap_or(default)
+}
+
+/// Runs `test` on inputs of `strategy` in batches of 1000, batch `k` from seed
+/// `k`, until the time is up; a failing input is shrunk and reported with its
+/// batch. Returns the inputs tried.
+fn fuzz<S: Strategy>(strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(seconds());
+    let mut batch = 0u64;
+    while batch == 0 || Instant::now() < deadline {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&batch.to_le_bytes());
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+        if let Err(e) = runner.run(&strategy, &test) {
+            panic!("batch {batch}: {e}");
+        }
+        batch += 1;
+    }
+    batch * 1000
 }
 
 fn value() -> impl Strategy<Value = String> {
@@ -159,24 +184,23 @@ fn case_parsing_and_planning_never_panic() {
     let root = cases_root();
     let path = Path::new("fuzz.yaml");
     let loaded = std::cell::Cell::new(0);
-    runner()
-        .run(&case_file(), |src| {
-            match plan::parse(&root, path, &src) {
-                Ok(_) => loaded.set(loaded.get() + 1),
-                Err(e) => {
-                    prop_assert!(e.line > 0 && e.column > 0, "not located: {e}\n{src}");
-                    // An error of a step's own check: the input got past the YAML reader.
-                    if STEPS
-                        .iter()
-                        .any(|s| e.message.starts_with(&format!("{s}: ")))
-                    {
-                        loaded.set(loaded.get() + 1);
-                    }
+    let tried = fuzz(case_file(), |src| {
+        match plan::parse(&root, path, &src) {
+            Ok(_) => loaded.set(loaded.get() + 1),
+            Err(e) => {
+                prop_assert!(e.line > 0 && e.column > 0, "not located: {e}\n{src}");
+                // An error of a step's own check: the input got past the YAML reader.
+                if STEPS
+                    .iter()
+                    .any(|s| e.message.starts_with(&format!("{s}: ")))
+                {
+                    loaded.set(loaded.get() + 1);
                 }
             }
-            Ok(())
-        })
-        .unwrap();
+        }
+        Ok(())
+    });
+    eprintln!("{tried} case files, {} past the YAML reader", loaded.get());
     // The generator must also reach the steps' own checks, not only YAML errors.
     assert!(loaded.get() > 0);
 }
@@ -192,31 +216,30 @@ fn recorded_tables_never_panic() {
         0..tables.len(),
         prop::collection::vec((any::<prop::sample::Index>(), 0u8..4, value()), 1..6),
     );
-    runner()
-        .run(&edit, |(t, edits)| {
-            let mut lines: Vec<String> = tables[t].lines().map(str::to_owned).collect();
-            for (at, kind, v) in edits {
-                let i = at
-                    .index(lines.len().max(1))
-                    .min(lines.len().saturating_sub(1));
-                match kind {
-                    0 if !lines.is_empty() => drop(lines.remove(i)),
-                    1 => lines.insert(i, format!("  {v}")),
-                    2 if !lines.is_empty() => {
-                        let line = &mut lines[i];
-                        let cut = line.find(':').map_or(line.len(), |c| c + 1);
-                        line.truncate(cut);
-                        line.push(' ');
-                        line.push_str(&v);
-                    }
-                    _ => {
-                        let j = (i + 1).min(lines.len().saturating_sub(1));
-                        lines.swap(i, j);
-                    }
+    let tried = fuzz(edit, |(t, edits)| {
+        let mut lines: Vec<String> = tables[t].lines().map(str::to_owned).collect();
+        for (at, kind, v) in edits {
+            let i = at
+                .index(lines.len().max(1))
+                .min(lines.len().saturating_sub(1));
+            match kind {
+                0 if !lines.is_empty() => drop(lines.remove(i)),
+                1 => lines.insert(i, format!("  {v}")),
+                2 if !lines.is_empty() => {
+                    let line = &mut lines[i];
+                    let cut = line.find(':').map_or(line.len(), |c| c + 1);
+                    line.truncate(cut);
+                    line.push(' ');
+                    line.push_str(&v);
+                }
+                _ => {
+                    let j = (i + 1).min(lines.len().saturating_sub(1));
+                    lines.swap(i, j);
                 }
             }
-            let _ = MemoryTable::from_yaml_str(&lines.join("\n"), "fuzz.yaml");
-            Ok(())
-        })
-        .unwrap();
+        }
+        let _ = MemoryTable::from_yaml_str(&lines.join("\n"), "fuzz.yaml");
+        Ok(())
+    });
+    eprintln!("{tried} edited tables");
 }

@@ -45,8 +45,16 @@ fn run(validation: bool) -> Option<Outcome> {
 fn thresholds_fail_without_the_validation_layer() {
     let Some(out) = run(false) else { return };
     assert_eq!(out.status, Status::Fail, "{}", out.message);
-    assert!(out.message.contains("below the 1000000 GB/s expected"), "{}", out.message);
-    assert!(out.message.contains("too_fast.yaml:7:5: measure"), "{}", out.message);
+    assert!(
+        out.message.contains("below the 1000000 GB/s expected"),
+        "{}",
+        out.message
+    );
+    assert!(
+        out.message.contains("too_fast.yaml:7:5: measure"),
+        "{}",
+        out.message
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! non_coherent_atom_size: 64         # bytes
 //! heaps:                             # size in bytes; flags: DEVICE_LOCAL, MULTI_INSTANCE
 //!   - { size: 150754820096, flags: [DEVICE_LOCAL] }
-//!   - { size: 101360599040, flags: [] }
+//!   - { size: 101360599040, flags: [] }  # optional budget: BYTES, simulation: VK_EXT_memory_budget's
 //! types:                             # in the driver's order: the order is part of the answer
 //!   - { heap: 1, flags: [] }
 //!   - { heap: 0, flags: [DEVICE_LOCAL] }
@@ -20,6 +20,7 @@
 //!   - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT, HOST_CACHED] }
 //!   - { heap: 0, flags: [DEVICE_LOCAL, HOST_VISIBLE, HOST_COHERENT] }
 //! buffer_memory_type_bits: 0x1f      # optional, default every type; an integer or a "0x.." string
+//! dedicated_from: 268435456          # optional, simulation: buffers this large prefer dedicated memory
 //! source: where the numbers come from  # optional free text, not kept in the table
 //! notes: anything else worth knowing   # optional free text, not kept in the table
 //! ```
@@ -152,6 +153,10 @@ pub struct MemoryHeap {
     pub size: u64,
     /// `VkMemoryPropertyFlags` / `VkMemoryHeapFlags`.
     pub flags: vk::MemoryHeapFlags,
+    /// In a simulated table, the bytes `VK_EXT_memory_budget` reports as the heap's
+    /// budget; the context's blocks and `fill_heap` count against it. A real
+    /// device's budget is read from the driver instead.
+    pub budget: Option<u64>,
 }
 
 /// One memory type (`VkMemoryType`).
@@ -180,6 +185,10 @@ pub struct MemoryTable {
     /// `VkMemoryRequirements::memoryTypeBits` of a storage/transfer buffer: the
     /// types such a buffer may be bound to (VUID-vkBindBufferMemory-memory-01035).
     pub buffer_memory_type_bits: u32,
+    /// In a simulated table: buffers of at least this many bytes are reported as
+    /// preferring a dedicated allocation (`VkMemoryDedicatedRequirements`), as some
+    /// drivers report for large buffers. A real device is asked per buffer instead.
+    pub dedicated_from: Option<u64>,
 }
 
 /// Where an error is: the file (or other origin) and, when known, the line and

@@ -62,9 +62,10 @@ impl MemoryTable {
         out.push_str("heaps:\n");
         for (i, h) in self.heaps.iter().enumerate() {
             let flags = flag_list(h.flags.as_raw(), &HEAP_FLAGS);
+            let budget = h.budget.map_or(String::new(), |b| format!(", budget: {b}"));
             let _ = writeln!(
                 out,
-                "  - {{ size: {}, flags: {flags} }}  # heap {i}: {} MiB",
+                "  - {{ size: {}, flags: {flags}{budget} }}  # heap {i}: {} MiB",
                 h.size,
                 h.size >> 20
             );
@@ -83,6 +84,9 @@ impl MemoryTable {
             "buffer_memory_type_bits: {:#x}",
             self.buffer_memory_type_bits
         );
+        if let Some(d) = self.dedicated_from {
+            let _ = writeln!(out, "dedicated_from: {d}");
+        }
         out
     }
 }
@@ -219,6 +223,8 @@ struct RawTable {
     #[serde(default)]
     buffer_memory_type_bits: Option<Spanned<TypeBits>>,
     #[serde(default)]
+    dedicated_from: Option<u64>,
+    #[serde(default)]
     #[allow(dead_code)] // documentation only
     source: Option<String>,
     #[serde(default)]
@@ -231,6 +237,8 @@ struct RawTable {
 struct RawHeap {
     size: u64,
     flags: Vec<Spanned<String>>,
+    #[serde(default)]
+    budget: Option<Spanned<u64>>,
 }
 
 impl Listed for RawHeap {
@@ -292,9 +300,20 @@ impl RawTable {
                 &h.value.flags,
                 &HEAP_FLAGS,
             )?;
+            let budget = h.value.budget.as_ref();
+            if let Some(b) = budget.filter(|b| b.value > h.value.size) {
+                return Err(TableError::Invalid {
+                    at: Place::at(origin, Some(b.referenced)),
+                    message: format!(
+                        "heaps[{i}].budget: {} bytes is more than the heap's size ({} bytes)",
+                        b.value, h.value.size
+                    ),
+                });
+            }
             heaps.push(MemoryHeap {
                 size: h.value.size,
                 flags: vk::MemoryHeapFlags::from_raw(flags),
+                budget: budget.map(|b| b.value),
             });
         }
         let mut types = Vec::with_capacity(self.types.value.0.len());
@@ -318,6 +337,7 @@ impl RawTable {
             heaps,
             types,
             buffer_memory_type_bits: 0,
+            dedicated_from: self.dedicated_from,
         };
         table.buffer_memory_type_bits = match &self.buffer_memory_type_bits {
             Some(b) => b.value.0,

@@ -271,7 +271,7 @@ fn record_pieces(
 
 impl Context {
     /// Pieces per window on this context.
-    fn max_pieces(&self) -> usize {
+    pub(crate) fn max_pieces(&self) -> usize {
         match self.inner.device.instance.validation {
             true => MAX_PIECES_VALIDATED,
             false => MAX_PIECES,

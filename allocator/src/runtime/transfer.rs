@@ -16,7 +16,7 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::CopyPlan;
 use crate::types::{CopyPath, Dim};
-use crate::vk::submit::Submitter;
+use crate::vk::submit::{Submitter, LANES};
 
 /// Copies smaller than this go through staging: importing costs an allocation and
 /// a buffer, which only pays off for larger copies.
@@ -87,7 +87,29 @@ fn record_copy(
     dst: (vk::Buffer, u64),
     host: Option<HostSide>,
 ) {
-    let mut regions = Vec::with_capacity(plan.chunks().min(MAX_REGIONS_PER_CALL as u64) as usize);
+    record_chunks(
+        device,
+        cmd,
+        plan.chunk_offsets(),
+        plan.chunk,
+        src,
+        dst,
+        host,
+    );
+}
+
+/// Records the copy of `len`-byte chunks at the (source, destination) offsets of
+/// `chunks`.
+fn record_chunks(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    chunks: impl Iterator<Item = (u64, u64)>,
+    len: u64,
+    src: (vk::Buffer, u64),
+    dst: (vk::Buffer, u64),
+    host: Option<HostSide>,
+) {
+    let mut regions = Vec::new();
     let flush = |regions: &mut Vec<vk::BufferCopy>| {
         if !regions.is_empty() {
             // SAFETY: both buffers are alive for the submission; regions lie within
@@ -96,8 +118,8 @@ fn record_copy(
             regions.clear();
         }
     };
-    plan.for_each_chunk(|s, d| {
-        for r in chunk_regions(src.1 + s, dst.1 + d, plan.chunk, host)
+    for (s, d) in chunks {
+        for r in chunk_regions(src.1 + s, dst.1 + d, len, host)
             .into_iter()
             .flatten()
         {
@@ -106,7 +128,7 @@ fn record_copy(
                 flush(&mut regions);
             }
         }
-    });
+    }
     flush(&mut regions);
 }
 
@@ -133,6 +155,8 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
 
 impl Context {
     /// Submits one planned copy; with profiling on, returns its GPU time in ns.
+    /// A plan of more chunks than a submission holds ([`Context::max_pieces`]) goes
+    /// in several, in order, so that no command buffer records more regions.
     fn submit_copy(
         &self,
         sub: &Submitter,
@@ -142,7 +166,23 @@ impl Context {
         host: Option<HostSide>,
     ) -> Result<Option<u64>> {
         let device = self.raw_device();
-        self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst, host))
+        // A chunk is at most two regions (the host-side cut).
+        let per_submission = (self.max_pieces() / 2).max(1);
+        if plan.chunks() <= per_submission as u64 {
+            return self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst, host));
+        }
+        let mut lanes = sub.lanes(self.inner.profile.enabled());
+        let mut chunks = plan.chunk_offsets().peekable();
+        let mut lane = 0;
+        while chunks.peek().is_some() {
+            let batch: Vec<(u64, u64)> = chunks.by_ref().take(per_submission).collect();
+            let last = chunks.peek().is_none();
+            lanes.submit(lane, last, |cmd| {
+                record_chunks(device, cmd, batch.into_iter(), plan.chunk, src, dst, host)
+            })?;
+            lane = (lane + 1) % LANES;
+        }
+        lanes.finish()
     }
 
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
@@ -367,6 +407,17 @@ impl Context {
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.alloc.buffer;
+        if plan.chunks() > (self.max_pieces() / 2) as u64 {
+            // In two capped copies, the second after the first (submissions wait
+            // for the transfer writes before them).
+            let into =
+                self.submit_copy(sub, &plan.with_dense_dst(), (sb, src_off), (tb, 0), None)?;
+            let out =
+                self.submit_copy(sub, &plan.with_dense_src(), (tb, 0), (db, dst_off), None)?;
+            let gpu = into.zip(out).map(|(a, b)| a + b);
+            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            return Ok(());
+        }
         let gpu = self.submit(sub, |cmd| {
             record_copy(
                 device,

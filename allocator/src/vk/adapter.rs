@@ -331,6 +331,7 @@ fn memory_table(
         .map(|h| MemoryHeap {
             size: h.size,
             flags: h.flags,
+            budget: None,
         })
         .collect();
     let types: Vec<MemoryType> = mem.memory_types[..mem.memory_type_count as usize]
@@ -352,6 +353,7 @@ fn memory_table(
         heaps,
         types,
         buffer_memory_type_bits: all_types,
+        dedicated_from: None,
     }
 }
 

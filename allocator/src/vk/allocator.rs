@@ -8,8 +8,12 @@
 //! offset, kept for reuse when the region is released. With a simulated table
 //! (module `simulate`) selection runs on the recorded table, and its heap sizes
 //! are enforced, as are the real heaps behind them and `maxMemoryAllocationSize`
-//! (`memory::room`). Dedicated blocks are freed when their region is released.
+//! (`memory::room`). A buffer the driver prefers or requires in memory of its own
+//! (`VkMemoryDedicatedRequirements`) gets a dedicated block allocated for it, as
+//! does a request larger than the pool's blocks; dedicated blocks are freed when
+//! their region is released.
 
+use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
@@ -125,7 +129,15 @@ struct State {
     /// Bytes of `VkDeviceMemory` per heap of the real device (differs from
     /// `heap_used` under simulation).
     real_heap_used: Vec<u64>,
+    /// Whether the driver wants a buffer of this many bytes in a dedicated block.
+    dedicated: HashMap<u64, bool>,
 }
+
+/// A placed region: its block and reservation.
+type Placed = (BlockId, crate::memory::region::Reservation<vk::Buffer>);
+
+/// Buffer sizes whose dedicated requirements are remembered at most.
+const DEDICATED_SIZES: usize = 256;
 
 // SAFETY: the raw pointers in BlockMemory refer to mappings and shadow buffers that
 // this state owns; they are used under the allocator's lock or by the one owner of
@@ -215,6 +227,7 @@ impl Allocator {
                 heap_used: vec![0; heaps],
                 heap_filler: vec![0; heaps],
                 real_heap_used: vec![0; device.memory.heaps.len()],
+                dedicated: HashMap::new(),
             }),
             device,
         })
@@ -276,10 +289,12 @@ impl Allocator {
                 size: self.device.memory.heaps[real].size,
             },
             max_allocation: self.device.info.max_memory_allocation_size,
-            budget: if self.is_simulated() {
-                None
-            } else {
-                self.budget(real)
+            budget: match self.is_simulated() {
+                true => self.table.heaps[h].budget.map(|size| HeapUse {
+                    used: st.heap_used[h].saturating_add(st.heap_filler[h]),
+                    size,
+                }),
+                false => self.budget(real),
             },
         };
         limits.refuse(bytes)
@@ -340,14 +355,21 @@ impl Allocator {
         st: &mut State,
         ty: u32,
         size: u64,
+        for_buffer: Option<vk::Buffer>,
     ) -> std::result::Result<BlockMemory, (&'static str, vk::Result)> {
         let (device, stats) = (&self.device.raw, &self.device.stats);
         let heap = self.table.types[ty as usize].heap;
         let real_heap = self.real_heap(ty);
-        let info = vk::MemoryAllocateInfo::default()
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default();
+        let mut info = vk::MemoryAllocateInfo::default()
             .allocation_size(size)
             .memory_type_index(self.real_type(ty));
-        // SAFETY: valid allocate info with a memory type index of this device.
+        if let Some(buffer) = for_buffer {
+            dedicated = dedicated.buffer(buffer);
+            info = info.push_next(&mut dedicated);
+        }
+        // SAFETY: valid allocate info with a memory type index of this device; a
+        // dedicated buffer is unbound and `size` is its requirement.
         let memory =
             unsafe { device.allocate_memory(&info, None) }.map_err(|e| ("vkAllocateMemory", e))?;
         stats.memory_allocated(size);
@@ -534,8 +556,7 @@ impl Allocator {
         ty: u32,
         size: u64,
         alignment: u64,
-    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), String>
-    {
+    ) -> std::result::Result<Placed, String> {
         let heap = self.table.types[ty as usize].heap;
         let refused = match self.place_once(st, ty, size, alignment) {
             Ok(placed) => return Ok(placed),
@@ -618,13 +639,18 @@ impl Allocator {
         ty: u32,
         size: u64,
         alignment: u64,
-    ) -> std::result::Result<(BlockId, crate::memory::region::Reservation<vk::Buffer>), Refusal>
-    {
+    ) -> std::result::Result<Placed, Refusal> {
+        let wanted = self
+            .wants_dedicated(st, size)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
         let placed = st.pools[ty as usize]
-            .place(size, alignment, false)
+            .place(size, alignment, wanted)
             .map_err(|e| Refusal::Pool(e.to_string()))?;
         let (block_size, dedicated) = match placed {
             PoolPlacement::Existing { block, reservation } => return Ok((block, reservation)),
+            PoolPlacement::NeedBlock { .. } if wanted => {
+                return self.place_dedicated(st, ty, size, alignment)
+            }
             PoolPlacement::NeedBlock {
                 size: bs,
                 dedicated,
@@ -642,7 +668,7 @@ impl Allocator {
                 last = Refusal::NoRoom(r);
                 continue;
             }
-            match self.allocate_block(st, ty, bs) {
+            match self.allocate_block(st, ty, bs, None) {
                 Ok(mem) => {
                     return st.pools[ty as usize]
                         .add_block(mem, bs, dedicated, size, alignment)
@@ -659,6 +685,91 @@ impl Allocator {
         Err(last)
     }
 
+    /// Whether the driver prefers or requires a buffer of `size` bytes in memory
+    /// of its own (or, simulated, whether the table says so), asked once per size.
+    fn wants_dedicated(&self, st: &mut State, size: u64) -> Result<bool> {
+        if let Some(&w) = st.dedicated.get(&size) {
+            return Ok(w);
+        }
+        let probe = self.create_unbound(size)?;
+        let mut dedicated = vk::MemoryDedicatedRequirements::default();
+        let mut req = vk::MemoryRequirements2::default().push_next(&mut dedicated);
+        let info = vk::BufferMemoryRequirementsInfo2::default().buffer(probe);
+        // SAFETY: the probe is a buffer of this device; a valid pNext chain.
+        unsafe {
+            self.device
+                .raw
+                .get_buffer_memory_requirements2(&info, &mut req)
+        };
+        self.destroy_buffers(vec![probe]);
+        let wanted = dedicated.prefers_dedicated_allocation == vk::TRUE
+            || dedicated.requires_dedicated_allocation == vk::TRUE
+            || self.table.dedicated_from.is_some_and(|from| size >= from);
+        if st.dedicated.len() >= DEDICATED_SIZES {
+            st.dedicated.clear();
+        }
+        st.dedicated.insert(size, wanted);
+        Ok(wanted)
+    }
+
+    /// A block of its own for a buffer of `size` bytes, allocated for that buffer
+    /// (`VkMemoryDedicatedAllocateInfo`), the buffer bound and kept as the region's.
+    fn place_dedicated(
+        &self,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+        alignment: u64,
+    ) -> std::result::Result<Placed, Refusal> {
+        let device = &self.device.raw;
+        let buffer = self
+            .create_unbound(size)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
+        let unbound = |r: Refusal| {
+            self.destroy_buffers(vec![buffer]);
+            r
+        };
+        // SAFETY: a buffer of this device.
+        let req = unsafe { device.get_buffer_memory_requirements(buffer) };
+        let bs = req.size.max(size);
+        if let Some(r) = self.block_refusal(st, ty, bs) {
+            return Err(unbound(Refusal::NoRoom(r)));
+        }
+        let mem = match self.allocate_block(st, ty, bs, Some(buffer)) {
+            Ok(mem) => mem,
+            Err((
+                call,
+                e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
+            )) => return Err(unbound(Refusal::Driver(call, e))),
+            Err((call, e)) => return Err(unbound(Refusal::Failed(format!("{call} failed: {e}")))),
+        };
+        let memory = mem.memory;
+        let (block, mut reservation) = st.pools[ty as usize]
+            .add_block(mem, bs, true, size, alignment)
+            .map_err(|e| unbound(Refusal::Failed(e.to_string())))?;
+        // SAFETY: the memory was allocated for this buffer, which is unbound; a
+        // dedicated block's one region starts at 0.
+        if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, reservation.offset) } {
+            let _ = st.pools[ty as usize].release(block, reservation.id);
+            self.collect_pool(st, ty as usize);
+            return Err(unbound(Refusal::Failed(format!(
+                "vkBindBufferMemory failed: {e}"
+            ))));
+        }
+        let _ = st.pools[ty as usize].set_payload(block, reservation.id, buffer);
+        reservation.cached = Some(buffer);
+        Ok((block, reservation))
+    }
+
+    /// A buffer of `size` bytes with the runtime's usage, not bound to memory.
+    fn create_unbound(&self, size: u64) -> Result<vk::Buffer> {
+        let info = self.device.buffer_info(size, BUFFER_USAGE);
+        // SAFETY: valid create info.
+        let buffer = unsafe { self.device.raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        self.device.stats.buffer_created();
+        Ok(buffer)
+    }
+
     fn create_buffer(
         &self,
         size: u64,
@@ -666,10 +777,7 @@ impl Allocator {
         offset: u64,
     ) -> Result<vk::Buffer> {
         let (device, stats) = (&self.device.raw, &self.device.stats);
-        let info = self.device.buffer_info(size, BUFFER_USAGE);
-        // SAFETY: valid create info.
-        let buffer = unsafe { device.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
-        stats.buffer_created();
+        let buffer = self.create_unbound(size)?;
         // SAFETY: the region at `offset` is reserved for this buffer, aligned to the
         // buffer's required alignment, and as large as its requirements (same usage as
         // the probe, so the same alignment; size rounded up to it).

@@ -16,12 +16,14 @@ fn table(types: &[vk::MemoryPropertyFlags], bits: u32) -> MemoryTable {
         heaps: vec![MemoryHeap {
             size: 1 << 30,
             flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
         }],
         types: types
             .iter()
             .map(|&flags| MemoryType { heap: 0, flags })
             .collect(),
         buffer_memory_type_bits: bits,
+        dedicated_from: None,
     }
 }
 

@@ -51,6 +51,7 @@ pub fn noncoherent_only() -> MemoryTable {
         heaps: vec![MemoryHeap {
             size: 1 << 30,
             flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
         }],
         types: vec![
             MemoryType {
@@ -71,5 +72,6 @@ pub fn noncoherent_only() -> MemoryTable {
             },
         ],
         buffer_memory_type_bits: 0b101,
+        dedicated_from: None,
     }
 }

@@ -265,7 +265,11 @@ fn expect(
         }
     };
     let f = value.compile();
-    let cmp = b.compare(|c| f.eval(c), 5)?;
+    let distinct = super::aliased::distinct_part(b, value)?;
+    let (cmp, repeats) = match &distinct {
+        Some((part, repeats)) => (part.compare(|c| f.eval(c), 5)?, *repeats),
+        None => (b.compare(|c| f.eval(c), 5)?, 1),
+    };
     if cmp.mismatches == 0 {
         return Ok(());
     }
@@ -277,7 +281,7 @@ fn expect(
     Err(StepError::Check(format!(
         "expect {}: {} of {} elements differ from '{value}'; first: {}",
         b.name(),
-        cmp.mismatches,
+        cmp.mismatches.saturating_mul(repeats),
         b.len(),
         shown.join("; ")
     )))

@@ -418,7 +418,14 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
     match op {
         Op::FillHost { buffer, value } => {
             let f = value.compile();
-            s.get_mut(*buffer)?.fill(|c| f.eval(c))?;
+            let b = s.get_mut(*buffer)?;
+            match super::aliased::distinct_part(b, value)? {
+                Some((mut part, _)) => {
+                    part.fill(|c| f.eval(c))?;
+                    b.set_host_dirty(true);
+                }
+                None => b.fill(|c| f.eval(c))?,
+            }
         }
         Op::FillDevice { buffer, value } => {
             let b = s.get_mut(*buffer)?;

@@ -1,6 +1,8 @@
 //! Steps that hold steps: `repeat` (a loop with a variable), `when` (steps that
-//! run only for some values of the loop variables) and `expect_error`. They are
-//! expanded while planning, so a running case only sees the steps they hold.
+//! run only for some values of the loop variables), `expect_error`, and
+//! `threads` (steps run by several threads at once on the case's context).
+//! `repeat` and `when` are expanded while planning, so a running case only sees
+//! the steps they hold.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -21,6 +23,11 @@ pub enum Step<S> {
     Repeat(Repeat<S>),
     /// Plans `steps` when `cond`, an expression of loop variables, is not 0.
     When(When<S>),
+    /// Runs `steps` on `count` threads at once, all on the case's one context;
+    /// each thread has buffers of its own, made from the case's declarations as
+    /// at the start of the case. The step ends when every thread has; the first
+    /// failure fails it, naming its thread.
+    Threads(Threads<S>),
     /// Runs `step`, which must fail with the named error.
     ExpectError {
         /// The error the step must fail with.
@@ -47,6 +54,30 @@ pub struct Repeat<S> {
     /// The steps planned once per value; they may use the variable.
     #[schemars(with = "Vec<S>")]
     pub steps: Vec<Spanned<S>>,
+}
+
+/// `threads: { count: 6, steps: [...] }`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Threads")]
+pub struct Threads<S> {
+    /// Threads, 1 to 64.
+    pub count: Int,
+    /// Each thread's steps, planned once; they may not hold another `threads`.
+    #[schemars(with = "Vec<S>")]
+    pub steps: Vec<Spanned<S>>,
+}
+
+/// Most threads of a `threads` step.
+pub const MAX_THREADS: i64 = 64;
+
+/// The thread count of a `threads` step.
+pub fn thread_count<S>(t: &Threads<S>, p: &Planner) -> Result<usize, CaseError> {
+    let n = p.int("count", &t.count)?;
+    if !(1..=MAX_THREADS).contains(&n) {
+        return Err(p.err(format!("field count: {n}; 1 to {MAX_THREADS} threads")));
+    }
+    Ok(n as usize)
 }
 
 /// `when: { cond: "t >= 3", steps: [...] }`.

@@ -16,6 +16,7 @@
 //! finds the family by name, so adding a step is an edit of its family (and of
 //! `cases/README.md`).
 
+pub mod aliased;
 pub mod async_copies;
 pub mod bind;
 pub mod checks;
@@ -262,6 +263,12 @@ pub enum OpKind {
         error: String,
         op: Box<Op>,
     },
+    /// `ops` on `count` threads at once, each with buffers of its own; run by
+    /// the case executor, which holds the declarations.
+    Threads {
+        count: usize,
+        ops: Vec<Op>,
+    },
 }
 
 impl Op {
@@ -296,6 +303,7 @@ impl Op {
         match &self.kind {
             OpKind::Compute(c) => c.kernel_slots(),
             OpKind::ExpectError { op, .. } => op.kernel_slots(),
+            OpKind::Threads { ops, .. } => ops.iter().flat_map(Op::kernel_slots).collect(),
             _ => Vec::new(),
         }
     }
@@ -357,6 +365,28 @@ fn plan_control(
                 plan(&w.steps, p, out)?;
             }
         }
+        control::Step::Threads(t) => {
+            let count = control::thread_count(t, p)?;
+            if p.in_threads {
+                return Err(p.err("threads inside threads; one level only"));
+            }
+            let here = op_here(
+                p,
+                OpKind::Threads {
+                    count,
+                    ops: Vec::new(),
+                },
+            );
+            let mut ops = Vec::new();
+            p.in_threads = true;
+            let planned = plan(&t.steps, p, &mut ops);
+            p.in_threads = false;
+            planned?;
+            out.push(Op {
+                kind: OpKind::Threads { count, ops },
+                ..here
+            });
+        }
         control::Step::ExpectError { error, step } => {
             control::check_error(error, p)?;
             let (line, column) = p.at();
@@ -403,5 +433,9 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
                 "expect_error: expected {error}, got: {e}"
             ))),
         },
+        // The executor runs these: the threads' buffers come from the declarations.
+        OpKind::Threads { .. } => Err(StepError::Check(
+            "threads: only at the top level of a case's steps".into(),
+        )),
     }
 }

@@ -64,6 +64,8 @@ pub struct Planner<'a> {
     /// Inside `expect_error`: a step that the runtime must refuse is not refused
     /// at load.
     pub expecting_error: bool,
+    /// Inside `threads`.
+    pub in_threads: bool,
     /// The heaps of the table the case simulates, when it names one.
     pub heaps: Option<usize>,
     line: u64,
@@ -82,6 +84,7 @@ impl<'a> Planner<'a> {
             measures: Vec::new(),
             natives: Vec::new(),
             expecting_error: false,
+            in_threads: false,
             heaps: None,
             line: 0,
             column: 0,

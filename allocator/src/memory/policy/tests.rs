@@ -44,10 +44,12 @@ fn table(types: &[(u32, F)]) -> MemoryTable {
             MemoryHeap {
                 size: 8 << 30,
                 flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+                budget: None,
             },
             MemoryHeap {
                 size: 16 << 30,
                 flags: vk::MemoryHeapFlags::empty(),
+                budget: None,
             },
         ],
         types: types
@@ -55,6 +57,7 @@ fn table(types: &[(u32, F)]) -> MemoryTable {
             .map(|&(heap, flags)| MemoryType { heap, flags })
             .collect(),
         buffer_memory_type_bits: (1 << types.len()) - 1,
+        dedicated_from: None,
     }
 }
 

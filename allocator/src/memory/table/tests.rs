@@ -67,11 +67,13 @@ fn h200_table_is_the_measured_one() {
         vec![
             MemoryHeap {
                 size: 150754820096,
-                flags: vk::MemoryHeapFlags::DEVICE_LOCAL
+                flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+                budget: None,
             },
             MemoryHeap {
                 size: 101360599040,
-                flags: vk::MemoryHeapFlags::empty()
+                flags: vk::MemoryHeapFlags::empty(),
+                budget: None,
             },
         ]
     );
@@ -175,7 +177,7 @@ fn unknown_fields_are_located_and_name_the_entry() {
     );
     assert_eq!(
         error(&src),
-        "bad.yaml:6:30: heaps[1]: unknown field `speed`, expected one of size, flags"
+        "bad.yaml:6:30: heaps[1]: unknown field `speed`, expected one of size, flags, budget"
     );
     let src = format!(
         "{}vram: 12\n",
@@ -379,4 +381,25 @@ fn device_types() {
     );
     assert_eq!(DeviceType::IntegratedGpu.to_string(), "integrated-gpu");
     assert_eq!(device("lavapipe").device_type, DeviceType::Cpu);
+}
+
+#[test]
+fn heap_budgets_are_read_written_and_bounded_by_the_heap() {
+    let types = "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n";
+    let src = with_types(types).replace(
+        "size: 2048, flags: []",
+        "size: 2048, flags: [], budget: 1000",
+    );
+    let t = MemoryTable::from_yaml_str(&src, "t").unwrap();
+    assert_eq!((t.heaps[0].budget, t.heaps[1].budget), (None, Some(1000)));
+    let back = MemoryTable::from_yaml_str(&t.to_yaml(), "back").unwrap();
+    assert_eq!(back.heaps, t.heaps);
+    let src = with_types(types).replace(
+        "size: 1024, flags: [DEVICE_LOCAL]",
+        "size: 1024, flags: [DEVICE_LOCAL], budget: 4096",
+    );
+    assert_eq!(
+        error(&src),
+        "bad.yaml:5:50: heaps[0].budget: 4096 bytes is more than the heap's size (1024 bytes)"
+    );
 }
