@@ -133,7 +133,7 @@ pub use profile::CopyStats;
 pub use runtime::context::{Context, COUNTER_NAMES};
 pub use runtime::copy_choice::CopyCalibration;
 pub use runtime::copy_new::Copied;
-pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader};
+pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_WORDS};
 pub use runtime::launch::{Access, Arg};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};

@@ -2,10 +2,11 @@
 
 use vkcopy::{Context, Error, Result};
 
-/// The naga capabilities the device's enabled features allow.
+/// The naga capabilities the device's enabled features allow, and immediates
+/// (push constants: the runtime's pipeline layout has them).
 pub(crate) fn capabilities(ctx: &Context) -> naga::valid::Capabilities {
     use naga::valid::Capabilities as C;
-    let mut caps = C::empty();
+    let mut caps = C::IMMEDIATES;
     if ctx.info().has("shaderInt64") {
         caps |= C::SHADER_INT64;
     }

@@ -16,6 +16,7 @@
 //! construct               example                       value at x = 3, y = 5
 //! integer literal         42   0xff   1_000_000         42   255   1000000
 //! coordinate              x  y  z  w  d4 .. d15         3    5  (dims 0, 1, 2, 3, 4 .. 15)
+//! input (of a map)        a  f  input                   the input's element at (x, y, ...)
 //! arithmetic              x + 256*y - 1                 1282
 //! unary minus             -x                            -3
 //! parentheses             (x + y) * 2                   16
@@ -33,6 +34,11 @@
 //!
 //! Literals are decimal or `0x` hex, with `_` allowed between digits; there are
 //! no floating-point numbers. Coordinates past the ones given to `eval` are 0.
+//!
+//! Inputs are names given to [`Expr::parse_with`] (a map's buffers); input `j`
+//! is the value `inputs[j]` of [`Expr::eval_with`]. Their values are integers as
+//! well: an element converted to `i32` as a C cast does (floats truncated toward
+//! zero, saturating), then computed with like any other operand.
 //!
 //! Precedence, loosest first, as in Python:
 //!
@@ -113,6 +119,7 @@ const INLINE_STACK: usize = 16;
 const COORDINATES: &str = "coordinates are x, y, z, w, d4..d15";
 const FUNCTIONS: &str = "functions are min, max, clamp, abs, select";
 const KEYWORDS: [&str; 5] = ["and", "or", "not", "if", "else"];
+const FUNCTION_NAMES: [&str; 5] = ["min", "max", "clamp", "abs", "select"];
 
 /// Why an expression did not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +246,8 @@ fn rem(a: i64, b: i64) -> i64 {
 enum Op {
     Lit(i64),
     Coord(usize),
+    /// Input `j` of [`Expr::parse_with`]'s names.
+    Input(usize),
     Neg,
     Not,
     Abs,
@@ -257,7 +266,7 @@ impl Op {
     /// Values popped and pushed.
     fn arity(self) -> (usize, usize) {
         match self {
-            Op::Lit(_) | Op::Coord(_) => (0, 1),
+            Op::Lit(_) | Op::Coord(_) | Op::Input(_) => (0, 1),
             Op::Neg | Op::Not | Op::Abs => (1, 1),
             Op::Bin(_) | Op::Cmp(_) => (2, 1),
             Op::CmpKeep(_) => (2, 2),
@@ -269,7 +278,7 @@ impl Op {
 /// Runs `ops`, leaving their results at the bottom of `stack`; returns how many
 /// there are. The parser checked that `stack` is deep enough.
 #[inline(always)]
-fn exec(ops: &[Op], coords: &[i64], stack: &mut [i64]) -> usize {
+fn exec(ops: &[Op], coords: &[i64], inputs: &[i64], stack: &mut [i64]) -> usize {
     let mut sp = 0;
     for &op in ops {
         match op {
@@ -279,6 +288,10 @@ fn exec(ops: &[Op], coords: &[i64], stack: &mut [i64]) -> usize {
             }
             Op::Coord(d) => {
                 stack[sp] = coords.get(d).copied().unwrap_or(0);
+                sp += 1;
+            }
+            Op::Input(j) => {
+                stack[sp] = inputs.get(j).copied().unwrap_or(0);
                 sp += 1;
             }
             Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
@@ -315,14 +328,14 @@ fn exec(ops: &[Op], coords: &[i64], stack: &mut [i64]) -> usize {
 /// Evaluates `ops`, which need `depth` stack slots, without allocating unless
 /// they need more than [`INLINE_STACK`].
 #[inline]
-fn run(ops: &[Op], depth: usize, coords: &[i64]) -> i64 {
+fn run(ops: &[Op], depth: usize, coords: &[i64], inputs: &[i64]) -> i64 {
     if depth <= INLINE_STACK {
         let mut stack = [0; INLINE_STACK];
-        exec(ops, coords, &mut stack);
+        exec(ops, coords, inputs, &mut stack);
         stack[0]
     } else {
         let mut stack = vec![0; depth];
-        exec(ops, coords, &mut stack);
+        exec(ops, coords, inputs, &mut stack);
         stack[0]
     }
 }
@@ -330,12 +343,23 @@ fn run(ops: &[Op], depth: usize, coords: &[i64]) -> i64 {
 impl Expr {
     /// Parses `src`; the error gives the byte offset of the problem.
     pub fn parse(src: &str) -> Result<Expr, ExprError> {
+        Expr::parse_with(src, &[])
+    }
+
+    /// Parses `src` where the names `inputs` are operands: input `j` is
+    /// `inputs[j]` (see [`Expr::eval_with`]). A name that is a coordinate, a
+    /// keyword or a function cannot be an input (offset 0).
+    pub fn parse_with(src: &str, inputs: &[&str]) -> Result<Expr, ExprError> {
+        for name in inputs {
+            Expr::check_input_name(name).map_err(|m| ExprError::new(0, m))?;
+        }
         let mut parser = Parser {
             src,
             tokens: lex(src)?,
             pos: 0,
             ops: Vec::new(),
             depth: 0,
+            inputs,
         };
         parser.expr()?;
         let t = parser.peek();
@@ -374,7 +398,41 @@ impl Expr {
     /// past the end of `coords` are 0. Allocation-free for any realistic
     /// expression; use [`Expr::compile`] for many elements.
     pub fn eval(&self, coords: &[i64]) -> i64 {
-        run(&self.ops, self.stack, coords)
+        run(&self.ops, self.stack, coords, &[])
+    }
+
+    /// The value at `coords` where input `j` has the value `inputs[j]` (0 past
+    /// the end).
+    pub fn eval_with(&self, coords: &[i64], inputs: &[i64]) -> i64 {
+        run(&self.ops, self.stack, coords, inputs)
+    }
+
+    /// Whether `name` may name an input: not a coordinate, keyword or function.
+    pub fn check_input_name(name: &str) -> Result<(), String> {
+        let word = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !word {
+            return Err(format!(
+                "'{name}' cannot be an input of an expression: names are letters, digits and _"
+            ));
+        }
+        if coordinate(name).is_ok() {
+            return Err(format!(
+                "'{name}' is a coordinate, so it cannot name an input"
+            ));
+        }
+        if KEYWORDS.contains(&name) || FUNCTION_NAMES.contains(&name) {
+            return Err(format!(
+                "'{name}' is a keyword or function, so it cannot name an input"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether input `j` is used.
+    pub fn uses_input(&self, j: usize) -> bool {
+        self.ops.contains(&Op::Input(j))
     }
 
     /// Prepares the expression for evaluation over a whole buffer.
@@ -421,6 +479,16 @@ impl Expr {
     /// a single term. `coord(d)` gives the WGSL `i32` expression of coordinate
     /// `d`. Needs [`Expr::wgsl_prelude`] in the shader.
     pub fn to_wgsl(&self, coord: &dyn Fn(usize) -> String) -> String {
+        self.to_wgsl_with(coord, &|_| "0i".to_owned())
+    }
+
+    /// [`Expr::to_wgsl`] where `input(j)` gives the WGSL `i32` expression of
+    /// input `j`.
+    pub fn to_wgsl_with(
+        &self,
+        coord: &dyn Fn(usize) -> String,
+        input: &dyn Fn(usize) -> String,
+    ) -> String {
         let mut stack: Vec<Wgsl> = Vec::with_capacity(self.stack);
         fn pop(stack: &mut Vec<Wgsl>) -> Wgsl {
             stack.pop().unwrap_or_else(|| Wgsl::literal(0))
@@ -428,8 +496,12 @@ impl Expr {
         for &op in &self.ops {
             match op {
                 Op::Lit(v) => stack.push(Wgsl::literal(v)),
-                Op::Coord(d) => {
-                    let text = coord(d);
+                Op::Coord(_) | Op::Input(_) => {
+                    let text = match op {
+                        Op::Coord(d) => coord(d),
+                        Op::Input(j) => input(j),
+                        _ => String::new(),
+                    };
                     let atomic = !text.is_empty()
                         && text.chars().all(|c| {
                             c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']')
@@ -639,7 +711,7 @@ impl Compiled {
                 .iter()
                 .zip(coords)
                 .fold(*offset, |acc, (&k, &c)| acc.wrapping_add(k.wrapping_mul(c))),
-            Kind::Ops { ops, stack } => run(ops, *stack, coords),
+            Kind::Ops { ops, stack } => run(ops, *stack, coords, &[]),
         }
     }
 
@@ -667,7 +739,7 @@ impl Compiled {
                 at[..n].copy_from_slice(&coords[..n]);
                 for (i, o) in out.iter_mut().enumerate() {
                     at[0] = x0.wrapping_add(i as i64);
-                    *o = run(ops, *stack, &at);
+                    *o = run(ops, *stack, &at, &[]);
                 }
             }
             Kind::Ops { ops, stack } => {
@@ -714,6 +786,11 @@ fn exec_lanes(ops: &[Op], coords: &[i64], x0: i64, stack: &mut [Lanes]) {
             }
             Op::Coord(d) => {
                 stack[sp] = [coords.get(d).copied().unwrap_or(0); LANES];
+                sp += 1;
+            }
+            // Compiled expressions read no inputs (as Expr::eval).
+            Op::Input(_) => {
+                stack[sp] = [0; LANES];
                 sp += 1;
             }
             Op::Neg => map1(&mut stack[sp - 1], i64::wrapping_neg),
@@ -866,7 +943,7 @@ fn fold(ops: Vec<Op>) -> Vec<Op> {
             let mut code = out.split_off(out.len().saturating_sub(pops));
             code.push(op);
             let mut stack = [0; 4];
-            let n = exec(&code, &[], &mut stack);
+            let n = exec(&code, &[], &[], &mut stack);
             out.extend(stack[..n].iter().map(|&v| Op::Lit(v)));
             literal.truncate(base);
             literal.extend(std::iter::repeat_n(true, n));
@@ -1186,7 +1263,7 @@ fn coordinate(name: &str) -> Result<usize, String> {
     if KEYWORDS.contains(&name) {
         return Err(format!("expected an operand, found '{name}'"));
     }
-    if ["min", "max", "clamp", "abs", "select"].contains(&name) {
+    if FUNCTION_NAMES.contains(&name) {
         return Err(format!("'{name}' is a function; call it as {name}(...)"));
     }
     Err(format!("unknown name '{name}'; {COORDINATES}"))
@@ -1201,6 +1278,8 @@ struct Parser<'a> {
     pos: usize,
     ops: Vec<Op>,
     depth: usize,
+    /// Names that are inputs.
+    inputs: &'a [&'a str],
 }
 
 impl<'a> Parser<'a> {
@@ -1387,7 +1466,18 @@ impl<'a> Parser<'a> {
                 self.call(t, name)
             }
             Tok::Name(name) => {
-                let d = coordinate(name).map_err(|m| ExprError::new(t.offset, m))?;
+                if let Some(j) = self.inputs.iter().position(|&i| i == name) {
+                    self.ops.push(Op::Input(j));
+                    return Ok(());
+                }
+                let d = coordinate(name).map_err(|m| {
+                    let m = if self.inputs.is_empty() || !m.starts_with("unknown name") {
+                        m
+                    } else {
+                        format!("{m}; inputs are {}", self.inputs.join(", "))
+                    };
+                    ExprError::new(t.offset, m)
+                })?;
                 self.ops.push(Op::Coord(d));
                 Ok(())
             }

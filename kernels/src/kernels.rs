@@ -1,18 +1,25 @@
 //! Compute kernels written in WGSL, compiled by naga, run on the device.
 //!
-//! Three kernels, with Halide's pipeline semantics around them (inputs that are
+//! Four kernels, with Halide's pipeline semantics around them (inputs that are
 //! host-dirty are uploaded first, the output gets device memory when it has
 //! none, and ends device-dirty):
 //!
 //! - [`Kernels::kernel_fill`]: `out(c) = value(c)` for an [`Expr`] of the coordinates;
+//! - [`Kernels::kernel_map`]: `out(c) = value(c, inputs(c))`, element-wise over
+//!   any number of inputs of any element types (an in-place update included);
 //! - [`Kernels::kernel_add`]: `out = sum(inputs) + constant`, or `out += constant`;
 //! - [`Kernels::kernel_sum`]: `out = input` summed over one dimension.
 //!
-//! Each call generates WGSL with the shape baked in (module `wgsl`), compiles it with
-//! naga to SPIR-V 1.3 on first use and runs it through the runtime's
-//! [`Context::launch`] (the path of the caller's own shaders too:
-//! [`Kernels::kernel_wgsl`]), whose pipeline cache is keyed by the source text. Views
-//! are bound as [`Context::bind`] says; the shader adds the view's element offset.
+//! Each call generates WGSL (module `wgsl`) whose text depends on the kernel's
+//! form only: element types, number of dimensions and inputs, the expression or
+//! constant. The shape (extents, mins, each view's offset and strides) goes in
+//! push constants ([`Context::launch_with`]), so one pipeline serves every crop
+//! and view of one form; a shape of more than [`vkcopy::MAX_PUSH_WORDS`] words
+//! (many dimensions and inputs) is written into the source instead. The source
+//! is compiled with naga to SPIR-V 1.3 on first use and run through the
+//! runtime's launch (the path of the caller's own shaders too:
+//! [`Kernels::kernel_wgsl`]), whose pipeline cache is keyed by the source text.
+//! Views are bound as [`Context::bind`] says; the shader adds the view's element offset.
 //!
 //! Element types: i32, u32, f32, and the 8/16-bit types everywhere (no device
 //! feature needed); i64/u64 need `shaderInt64`, f64 needs `shaderFloat64`, else
@@ -42,16 +49,23 @@ const MAX_BINDINGS: u32 = 8;
 
 /// Compiles `source` (once per source text, in the context's pipeline cache) and
 /// launches it over `args` in `groups` workgroups.
-fn launch_wgsl(ctx: &Context, source: &str, args: &mut [Arg<'_>], groups: u64) -> Result<()> {
+fn launch_wgsl(
+    ctx: &Context,
+    source: &str,
+    args: &mut [Arg<'_>],
+    groups: u64,
+    push_constants: &[u32],
+) -> Result<()> {
     let caps = capabilities(ctx);
     let spirv = move || compile(source, caps);
-    ctx.launch(
+    ctx.launch_with(
         Shader {
             key: source,
             spirv: &spirv,
         },
         args,
         groups,
+        push_constants,
     )
 }
 
@@ -68,6 +82,7 @@ fn run(ctx: &Context, kernel: &Kernel<'_>, args: &mut [Arg<'_>]) -> Result<()> {
         &kernel.source(),
         args,
         kernel.elements().div_ceil(u64::from(WORKGROUP_SIZE)),
+        &kernel.push_constants(),
     )
 }
 
@@ -85,6 +100,15 @@ pub trait Kernels {
     /// strides and view offset; `value` must pass [`Expr::check_wgsl`]. Allocates device memory when `out` has none; `out`
     /// ends device-dirty and not host-dirty.
     fn kernel_fill(&self, out: &mut Buffer, value: &Expr) -> Result<()>;
+    /// `out(c) = value(c, inputs(c))` for every element `c` of `out`'s box:
+    /// `value`'s input `j` ([`Expr::parse_with`]) is `inputs[j]` read at the same
+    /// coordinates, and input `inputs.len()` is `out`'s own element before it is
+    /// written (an in-place update). Inputs have any element type and `out`'s
+    /// dimensions, contain its box, and are at most [`Context::max_bindings`] - 1;
+    /// each element is converted to `i32` as a C cast does, and the value is
+    /// computed and converted as a fill's. Host-dirty inputs (and `out`, when
+    /// read) are uploaded first.
+    fn kernel_map(&self, out: &mut Buffer, inputs: &mut [&mut Buffer], value: &Expr) -> Result<()>;
     /// `out = sum(inputs) + constant`, element-wise over `out`'s box; each input is
     /// read at the same coordinates and must contain `out`'s box and have its
     /// element type. With no inputs, `out = out + constant` in place (uploading
@@ -110,6 +134,45 @@ fn contains(outer: &[Dim], inner: &[Dim]) -> bool {
         .all(|(o, i)| o.min <= i.min && i.min + i.extent <= o.min + o.extent)
 }
 
+/// Errors unless `input` has `out`'s dimensions and contains its box (of `n` elements).
+fn fits(out: &Buffer, input: &Buffer, n: u64, what: &str) -> Result<()> {
+    if input.dimensions() != out.dimensions() {
+        return Err(Error::IncompatibleBuffers(format!(
+            "{what}: input {} has {} dimensions, output {} has {}",
+            input.name(),
+            input.dimensions(),
+            out.name(),
+            out.dimensions()
+        )));
+    }
+    if n > 0 && !contains(input.dims(), out.dims()) {
+        return Err(Error::IncompatibleBuffers(format!(
+            "{what}: input {} {} does not contain the box of output {} {}",
+            input.name(),
+            box_text(input.dims()),
+            out.name(),
+            box_text(out.dims())
+        )));
+    }
+    Ok(())
+}
+
+/// How a kernel over `out`'s box addresses `input` (with device memory): its
+/// element at `out`'s mins, and its strides.
+fn operand(ctx: &Context, input: &Buffer, out: &Buffer) -> Result<Operand> {
+    let b = ctx.bind(input)?;
+    let delta: u64 = input
+        .dims()
+        .iter()
+        .zip(out.dims())
+        .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
+        .sum();
+    Ok(Operand {
+        base: b.base + delta,
+        strides: input.dims().iter().map(|d| d.stride as u64).collect(),
+    })
+}
+
 fn elements(buf: &Buffer) -> Result<u64> {
     let n = buf.len();
     if n > u64::from(u32::MAX) {
@@ -123,7 +186,7 @@ fn elements(buf: &Buffer) -> Result<u64> {
 
 impl Kernels for Context {
     fn kernel_wgsl(&self, source: &str, args: &mut [Arg<'_>], groups: u64) -> Result<()> {
-        launch_wgsl(self, source, args, groups)
+        launch_wgsl(self, source, args, groups, &[])
     }
 
     fn kernel_supports(&self, elem: ElemType) -> Result<()> {
@@ -180,6 +243,66 @@ impl Kernels for Context {
         Ok(())
     }
 
+    fn kernel_map(&self, out: &mut Buffer, inputs: &mut [&mut Buffer], value: &Expr) -> Result<()> {
+        self.kernel_supports(out.elem())?;
+        for input in inputs.iter() {
+            self.kernel_supports(input.elem())?;
+        }
+        value.check_wgsl().map_err(|why| {
+            Error::KernelCompileFailed(format!("{}: the value {why}", out.name()))
+        })?;
+        let n = elements(out)?;
+        let most = self.max_bindings().min(MAX_BINDINGS) as usize - 1;
+        if inputs.len() > most {
+            return Err(Error::IncompatibleBuffers(format!(
+                "kernel_map: {} inputs; a map reads at most {most}",
+                inputs.len()
+            )));
+        }
+        for input in inputs.iter() {
+            fits(out, input, n, "kernel_map")?;
+        }
+        for input in inputs.iter_mut() {
+            self.copy_to_device(input)?;
+        }
+        let in_place = value.uses_input(inputs.len());
+        if in_place {
+            self.copy_to_device(out)?;
+        } else {
+            self.device_malloc(out)?;
+        }
+        if n == 0 {
+            written(out);
+            return Ok(());
+        }
+        let out_op = Operand {
+            base: self.bind(out)?.base,
+            strides: out.dims().iter().map(|d| d.stride as u64).collect(),
+        };
+        let mut operands = Vec::with_capacity(inputs.len());
+        for input in inputs.iter() {
+            operands.push(operand(self, input, out)?);
+        }
+        let kernel = Kernel {
+            elem: out.elem(),
+            extents: out.dims().iter().map(|d| d.extent as u64).collect(),
+            out: out_op,
+            body: Body::Map {
+                value,
+                inputs: operands,
+                elems: inputs.iter().map(|b| b.elem()).collect(),
+                mins: out.dims().iter().map(|d| d.min).collect(),
+            },
+        };
+        let mut args = vec![if in_place {
+            Arg::read_write(out)
+        } else {
+            Arg::write(out)
+        }];
+        args.extend(inputs.iter_mut().map(|b| Arg::read(b)));
+        run(self, &kernel, &mut args)
+    }
+
     fn kernel_add(
         &self,
         out: &mut Buffer,
@@ -198,24 +321,7 @@ impl Kernels for Context {
                     out.elem()
                 )));
             }
-            if input.dimensions() != out.dimensions() {
-                return Err(Error::IncompatibleBuffers(format!(
-                    "kernel_add: input {} has {} dimensions, output {} has {}",
-                    input.name(),
-                    input.dimensions(),
-                    out.name(),
-                    out.dimensions()
-                )));
-            }
-            if n > 0 && !contains(input.dims(), out.dims()) {
-                return Err(Error::IncompatibleBuffers(format!(
-                    "kernel_add: input {} {} does not contain the box of output {} {}",
-                    input.name(),
-                    box_text(input.dims()),
-                    out.name(),
-                    box_text(out.dims())
-                )));
-            }
+            fits(out, input, n, "kernel_add")?;
         }
         for input in inputs.iter_mut() {
             self.copy_to_device(input)?;
@@ -235,17 +341,7 @@ impl Kernels for Context {
             };
             let mut operands = Vec::with_capacity(inputs.len());
             for input in inputs.iter() {
-                let b = self.bind(input)?;
-                let delta: u64 = input
-                    .dims()
-                    .iter()
-                    .zip(out.dims())
-                    .map(|(i, o)| (o.min - i.min) as u64 * i.stride as u64)
-                    .sum();
-                operands.push(Operand {
-                    base: b.base + delta,
-                    strides: input.dims().iter().map(|d| d.stride as u64).collect(),
-                });
+                operands.push(operand(self, input, out)?);
             }
             let per_dispatch = (self.max_bindings().min(MAX_BINDINGS) - 1) as usize;
             let chunks = operands.len().div_ceil(per_dispatch).max(1);

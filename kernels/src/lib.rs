@@ -1,5 +1,5 @@
 //! vkcopy-kernels: the expression language of vkcopy's conformance cases, and
-//! compute kernels (fill, add, sum) generated as WGSL, compiled by naga and run
+//! compute kernels (fill, map, add, sum) generated as WGSL, compiled by naga and run
 //! through the runtime's dispatch of SPIR-V ([`vkcopy::Context::dispatch`]).
 //!
 //! ```no_run

@@ -53,6 +53,15 @@ pub(crate) struct Operand {
 pub(crate) enum Body<'a> {
     /// `out = value(coords)`; `mins` are the output's mins.
     Fill { value: &'a Expr, mins: Vec<i64> },
+    /// `out = value(coords, inputs)`: input `j` of `value` is `inputs[j]` (of
+    /// element type `elems[j]`), and input `inputs.len()` is `out` itself before
+    /// it is written; `mins` are the output's mins.
+    Map {
+        value: &'a Expr,
+        inputs: Vec<Operand>,
+        elems: Vec<ElemType>,
+        mins: Vec<i64>,
+    },
     /// `out = (out if read_out) + sum(inputs) + constant`.
     Add {
         inputs: Vec<Operand>,
@@ -151,27 +160,6 @@ fn from_i32(elem: ElemType, e: &str) -> String {
     }
 }
 
-/// `base + sum(k[d] * stride[d])` as WGSL `u32`; dimensions of extent 1 (where
-/// `k[d]` is 0) add nothing.
-fn index(op: &Operand, extents: &[u64]) -> String {
-    let mut s = format!("{}u", op.base);
-    for (d, &stride) in op.strides.iter().enumerate() {
-        if extents.get(d).is_some_and(|&e| e <= 1) {
-            continue;
-        }
-        match stride {
-            0 => {}
-            1 => {
-                let _ = write!(s, " + k{d}");
-            }
-            _ => {
-                let _ = write!(s, " + k{d} * {stride}u");
-            }
-        }
-    }
-    s
-}
-
 /// A WGSL expression loading element `idx` (a `u32` variable name) of input
 /// binding `b`, in the compute type.
 fn load(elem: ElemType, b: &str, idx: &str) -> String {
@@ -179,6 +167,21 @@ fn load(elem: ElemType, b: &str, idx: &str) -> String {
         1 => format!("(({b}[{idx} >> 2u] >> (({idx} & 3u) * 8u)) & 0xffu)"),
         2 => format!("(({b}[{idx} >> 1u] >> (({idx} & 1u) * 16u)) & 0xffffu)"),
         _ => format!("{b}[{idx}]"),
+    }
+}
+
+/// Converts the value `v` of an element of type `elem`, as loaded (in its
+/// compute type, 8/16-bit types as their bits in a `u32`), to `i32` as a C cast
+/// does: integers keep their low 32 bits, floats are truncated (saturating).
+fn to_i32(elem: ElemType, v: &str) -> String {
+    match elem {
+        ElemType::I32 => v.to_owned(),
+        ElemType::I8 => format!("((bitcast<i32>({v}) << 24u) >> 24u)"),
+        ElemType::I16 => format!("((bitcast<i32>({v}) << 16u) >> 16u)"),
+        ElemType::U32 | ElemType::U8 | ElemType::U16 => format!("bitcast<i32>({v})"),
+        ElemType::I64 => format!("i32({v} & 0xffffffffli)"),
+        ElemType::U64 => format!("bitcast<i32>(u32({v} & 0xfffffffflu))"),
+        ElemType::F32 | ElemType::F64 => format!("i32({v})"),
     }
 }
 
@@ -194,6 +197,23 @@ fn binding(out: &mut String, elem: ElemType, n: usize, output: bool) {
         out,
         "@group(0) @binding({n}) var<storage, {access}> b{n}: array<{ty}>;"
     );
+}
+
+/// Push-constant words a kernel's shape may take; a larger shape is written
+/// into the source instead.
+const PUSH_WORDS: usize = vkcopy::MAX_PUSH_WORDS;
+
+/// Where each shape parameter of a kernel is among its words; word 0 is the
+/// number of elements.
+struct Layout {
+    /// Extents of dimensions 0 .. n - 1 (the last needs none).
+    extents: usize,
+    /// Mins of the coordinates the value uses.
+    mins: usize,
+    /// Per operand (output first): its base, then its strides.
+    operands: Vec<usize>,
+    /// The reduced dimension of a sum: stride, then extent.
+    sum: usize,
 }
 
 impl Kernel<'_> {
@@ -219,7 +239,9 @@ impl Kernel<'_> {
         let mut operands = vec![(&self.out, None)];
         match &self.body {
             Body::Fill { .. } => {}
-            Body::Add { inputs, .. } => operands.extend(inputs.iter().map(|i| (i, None))),
+            Body::Map { inputs, .. } | Body::Add { inputs, .. } => {
+                operands.extend(inputs.iter().map(|i| (i, None)))
+            }
             Body::Sum {
                 input,
                 stride,
@@ -236,73 +258,213 @@ impl Kernel<'_> {
 
     /// Number of storage-buffer bindings (output first).
     pub(crate) fn bindings(&self) -> usize {
-        1 + match &self.body {
-            Body::Fill { .. } => 0,
-            Body::Add { inputs, .. } => inputs.len(),
-            Body::Sum { .. } => 1,
+        1 + self.inputs().len()
+    }
+
+    fn inputs(&self) -> &[Operand] {
+        match &self.body {
+            Body::Fill { .. } => &[],
+            Body::Map { inputs, .. } | Body::Add { inputs, .. } => inputs,
+            Body::Sum { input, .. } => std::slice::from_ref(input),
         }
     }
 
-    /// The WGSL source: a pure function of the kernel, so equal kernels give equal
-    /// text and share a cached pipeline.
+    /// Element type of binding `b`.
+    fn binding_elem(&self, b: usize) -> ElemType {
+        match &self.body {
+            Body::Map { elems, .. } if b > 0 => elems[b - 1],
+            _ => self.elem,
+        }
+    }
+
+    /// Coordinates the value uses: `0 .. used`.
+    fn used_coords(&self) -> usize {
+        let n = self.extents.len();
+        match &self.body {
+            Body::Fill { value, .. } | Body::Map { value, .. } => {
+                value.max_dim().map_or(0, |d| d + 1).min(n)
+            }
+            _ => 0,
+        }
+    }
+
+    /// The shape as 32-bit words, and where each part is. Strides of
+    /// dimensions of extent 1 are 0 (never walked, and perhaps past `u32`);
+    /// [`Kernel::index_overflow`] must have passed, so every other fits.
+    fn shape(&self) -> (Vec<u32>, Layout) {
+        let n = self.extents.len();
+        let mut w: Vec<u32> = vec![self.elements() as u32];
+        let extents = w.len();
+        w.extend(
+            self.extents
+                .iter()
+                .take(n.saturating_sub(1))
+                .map(|&e| e as u32),
+        );
+        let mins = w.len();
+        if let Body::Fill { mins: m, .. } | Body::Map { mins: m, .. } = &self.body {
+            w.extend(m.iter().take(self.used_coords()).map(|&m| m as i32 as u32));
+        }
+        let mut operands = Vec::new();
+        for op in std::iter::once(&self.out).chain(self.inputs()) {
+            operands.push(w.len());
+            w.push(op.base as u32);
+            w.extend(
+                op.strides
+                    .iter()
+                    .zip(&self.extents)
+                    .map(|(&s, &e)| if e <= 1 { 0 } else { s as u32 }),
+            );
+        }
+        let sum = w.len();
+        if let Body::Sum { stride, extent, .. } = &self.body {
+            w.push(if *extent <= 1 { 0 } else { *stride as u32 });
+            w.push(*extent as u32);
+        }
+        (
+            w,
+            Layout {
+                extents,
+                mins,
+                operands,
+                sum,
+            },
+        )
+    }
+
+    /// The push-constant words of the kernel's shape: empty when the shape is
+    /// too large for them and [`Kernel::source`] holds it.
+    pub(crate) fn push_constants(&self) -> Vec<u32> {
+        let (w, _) = self.shape();
+        if w.len() <= PUSH_WORDS {
+            w
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The WGSL source: a pure function of the kernel's form (element types,
+    /// body, number of dimensions) when its shape fits the push constants, so
+    /// kernels of one form over any crops share a cached pipeline; with the
+    /// shape written in otherwise.
     pub(crate) fn source(&self) -> String {
         let elem = self.elem;
         let t = compute_type(elem);
         let n = self.extents.len();
+        let (words, at) = self.shape();
+        let pushed = words.len() <= PUSH_WORDS;
+        // Shape word `i` as a WGSL `u32`.
+        let p = |i: usize| {
+            if pushed {
+                format!("sh.p{i}")
+            } else {
+                format!("{}u", words[i])
+            }
+        };
         let mut s = String::new();
         let what = match &self.body {
             Body::Fill { .. } => "fill",
+            Body::Map { .. } => "map",
             Body::Add { .. } => "add",
             Body::Sum { .. } => "sum",
         };
         let _ = writeln!(s, "// vkcopy {what} kernel ({elem})");
-        if let Body::Fill { .. } = self.body {
+        if let Body::Fill { .. } | Body::Map { .. } = self.body {
             s.push_str(Expr::wgsl_prelude());
             s.push('\n');
         }
-        binding(&mut s, elem, 0, true);
-        for i in 1..self.bindings() {
-            binding(&mut s, elem, i, false);
+        if pushed {
+            s.push_str("struct Shape {\n");
+            for i in 0..words.len() {
+                let _ = writeln!(s, "    p{i}: u32,");
+            }
+            s.push_str("}\nvar<immediate> sh: Shape;\n");
         }
+        binding(&mut s, elem, 0, true);
+        for b in 1..self.bindings() {
+            binding(&mut s, self.binding_elem(b), b, false);
+        }
+        // Word 0 is the number of elements.
+        let total = p(0);
         let _ = write!(
             s,
             "\n@compute @workgroup_size({WORKGROUP_SIZE})\n\
              fn main(@builtin(global_invocation_id) gid: vec3<u32>, \
              @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
              \x20   let step = nwg.x * {WORKGROUP_SIZE}u;\n\
+             \x20   let total = {total};\n\
              \x20   var i = gid.x;\n\
              \x20   loop {{\n\
-             \x20       if i >= {total}u {{ break; }}\n",
-            total = self.elements()
+             \x20       if i >= total {{ break; }}\n"
         );
         // Split the linear index into counters, first dimension fastest.
         if n > 0 {
             s.push_str("        var r = i;\n");
         }
-        for (d, &e) in self.extents.iter().enumerate() {
+        for d in 0..n {
             if d + 1 < n {
-                let _ = writeln!(s, "        let k{d} = r % {e}u;");
-                let _ = writeln!(s, "        r = r / {e}u;");
+                let e = p(at.extents + d);
+                let _ = writeln!(s, "        let k{d} = r % {e};");
+                let _ = writeln!(s, "        r = r / {e};");
             } else {
                 let _ = writeln!(s, "        let k{d} = r;");
             }
         }
-        let _ = writeln!(s, "        let o = {};", index(&self.out, &self.extents));
+        // Element index of operand `o` (0 the output).
+        let index = |o: usize| {
+            let base = at.operands[o];
+            let mut e = p(base);
+            for d in 0..n {
+                let _ = write!(e, " + k{d} * {}", p(base + 1 + d));
+            }
+            e
+        };
+        let _ = writeln!(s, "        let o = {};", index(0));
         // The value, as `v`, given the current output value `cur` where needed.
         let mut reads_out = false;
         let value = match &self.body {
-            Body::Fill { value: expr, mins } => {
-                let used = expr.max_dim().map_or(0, |d| d + 1).min(n);
-                for (d, &m) in mins.iter().enumerate().take(used) {
-                    let _ = writeln!(s, "        let c{d} = i32(k{d}) + {};", i32_lit(m));
+            Body::Fill { value: expr, .. } | Body::Map { value: expr, .. } => {
+                for d in 0..self.used_coords() {
+                    let _ = writeln!(
+                        s,
+                        "        let c{d} = i32(k{d}) + bitcast<i32>({});",
+                        p(at.mins + d)
+                    );
                 }
-                let e = expr.to_wgsl(&|d| {
-                    if d < n {
-                        format!("c{d}")
-                    } else {
-                        "0i".to_owned()
+                let mut inputs = 0;
+                if let Body::Map {
+                    inputs: ins, elems, ..
+                } = &self.body
+                {
+                    inputs = ins.len();
+                    for (j, &e) in elems.iter().enumerate() {
+                        let b = j + 1;
+                        if !expr.uses_input(j) {
+                            continue;
+                        }
+                        let _ = writeln!(s, "        let o{b} = {};", index(b));
+                        let v = load(e, &format!("b{b}"), &format!("o{b}"));
+                        let _ = writeln!(s, "        let a{j} = {};", to_i32(e, &v));
                     }
-                });
+                    reads_out = expr.uses_input(inputs);
+                }
+                let e = expr.to_wgsl_with(
+                    &|d| {
+                        if d < n {
+                            format!("c{d}")
+                        } else {
+                            "0i".to_owned()
+                        }
+                    },
+                    // The output's own value is `cur`, read where it is written.
+                    &|j| {
+                        if j < inputs {
+                            format!("a{j}")
+                        } else {
+                            to_i32(elem, "cur")
+                        }
+                    },
+                );
                 from_i32(elem, &e)
             }
             Body::Add {
@@ -311,9 +473,9 @@ impl Kernel<'_> {
                 constant,
             } => {
                 let mut terms = Vec::new();
-                for (j, input) in inputs.iter().enumerate() {
+                for j in 0..inputs.len() {
                     let b = j + 1;
-                    let _ = writeln!(s, "        let o{b} = {};", index(input, &self.extents));
+                    let _ = writeln!(s, "        let o{b} = {};", index(b));
                     terms.push(load(elem, &format!("b{b}"), &format!("o{b}")));
                 }
                 if *read_out {
@@ -325,21 +487,17 @@ impl Kernel<'_> {
                 }
                 terms.join(" + ")
             }
-            Body::Sum {
-                input,
-                stride,
-                extent,
-            } => {
-                let _ = writeln!(s, "        let o1 = {};", index(input, &self.extents));
+            Body::Sum { .. } => {
+                let _ = writeln!(s, "        let o1 = {};", index(1));
                 let _ = writeln!(s, "        var acc: {t} = {};", literal(elem, 0));
-                // Over one element, j is 0: a stride of any size is not written.
-                let stride = if *extent <= 1 { 0 } else { *stride };
                 let _ = writeln!(
                     s,
-                    "        for (var j = 0u; j < {extent}u; j = j + 1u) {{\n\
-                     \x20           let oj = o1 + j * {stride}u;\n\
+                    "        for (var j = 0u; j < {}; j = j + 1u) {{\n\
+                     \x20           let oj = o1 + j * {};\n\
                      \x20           acc = acc + {};\n\
                      \x20       }}",
+                    p(at.sum + 1),
+                    p(at.sum),
                     load(elem, "b1", "oj")
                 );
                 "acc".to_owned()
@@ -353,19 +511,19 @@ impl Kernel<'_> {
                 ("o >> 1u", "(o & 1u) * 16u")
             };
             let _ = writeln!(s, "        let w = {word};");
-            let _ = writeln!(s, "        let sh = {shift};");
+            let _ = writeln!(s, "        let sh_ = {shift};");
             if !reads_out {
                 let _ = writeln!(s, "        let v: u32 = ({value}) & {m};");
             }
             let _ = writeln!(s, "        var old = atomicLoad(&b0[w]);");
             s.push_str("        loop {\n");
             if reads_out {
-                let _ = writeln!(s, "            let cur = (old >> sh) & {m};");
+                let _ = writeln!(s, "            let cur = (old >> sh_) & {m};");
                 let _ = writeln!(s, "            let v: u32 = ({value}) & {m};");
             }
             let _ = writeln!(
                 s,
-                "            let nw = (old & ~({m} << sh)) | (v << sh);\n\
+                "            let nw = (old & ~({m} << sh_)) | (v << sh_);\n\
                  \x20           let res = atomicCompareExchangeWeak(&b0[w], old, nw);\n\
                  \x20           if res.exchanged {{ break; }}\n\
                  \x20           old = res.old_value;\n\
@@ -377,11 +535,7 @@ impl Kernel<'_> {
             }
             let _ = writeln!(s, "        b0[o] = {value};");
         }
-        s.push_str(
-            "        if {total}u - i <= step { break; }\n        i = i + step;\n    }\n}\n"
-                .replace("{total}", &self.elements().to_string())
-                .as_str(),
-        );
+        s.push_str("        if total - i <= step { break; }\n        i = i + step;\n    }\n}\n");
         s
     }
 }
@@ -415,7 +569,8 @@ mod compile_tests {
     use crate::compile::compile;
 
     fn all_caps() -> naga::valid::Capabilities {
-        naga::valid::Capabilities::SHADER_INT64 | naga::valid::Capabilities::FLOAT64
+        use naga::valid::Capabilities as C;
+        C::SHADER_INT64 | C::FLOAT64 | C::IMMEDIATES
     }
 
     fn op(base: u64, strides: &[u64]) -> Operand {
@@ -480,10 +635,29 @@ mod compile_tests {
                     },
                 },
             ];
-            for k in &kernels {
+            // A map reading an input of every type, and the output in place.
+            let names: Vec<String> = (0..ElemType::ALL.len()).map(|j| format!("i{j}")).collect();
+            let mut refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            refs.push("out");
+            let sum = refs.join(" + ");
+            let map = Expr::parse_with(&format!("max({sum}, x) - y"), &refs).unwrap();
+            let map_kernel = Kernel {
+                elem,
+                extents: vec![3, 4],
+                out: op(0, &[1, 3]),
+                body: Body::Map {
+                    value: &map,
+                    inputs: (0..ElemType::ALL.len())
+                        .map(|j| op(j as u64, &[1, 5]))
+                        .collect(),
+                    elems: ElemType::ALL.to_vec(),
+                    mins: vec![-2, 7],
+                },
+            };
+            for k in kernels.iter().chain([&map_kernel]) {
                 let src = k.source();
                 if let Err(e) = compile(&src, all_caps()) {
-                    panic!("{elem}: {e}");
+                    panic!("{elem}: {e}\n{src}");
                 }
             }
         }
@@ -502,7 +676,7 @@ mod compile_tests {
                 constant: 1,
             },
         };
-        let e = compile(&k.source(), naga::valid::Capabilities::empty()).unwrap_err();
+        let e = compile(&k.source(), naga::valid::Capabilities::IMMEDIATES).unwrap_err();
         assert_eq!(e.name(), "kernel_compile_failed");
     }
 

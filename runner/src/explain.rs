@@ -359,6 +359,13 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 c.shape(*out),
                 names(c, inputs)
             ),
+            compute::Op::MapDevice {
+                out, inputs, value, ..
+            } => format!(
+                "map_device into {} = {value} from {} (a kernel)",
+                c.shape(*out),
+                names(c, inputs)
+            ),
             compute::Op::SumDevice { out, input, dim } => format!(
                 "sum_device of {} over dimension {dim} into {} (a kernel)",
                 c.name(*input),

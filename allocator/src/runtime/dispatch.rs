@@ -10,6 +10,12 @@
 //! #8944). A region larger than `maxStorageBufferRange` is bound from an aligned
 //! offset below the view instead.
 //!
+//! A shader may declare up to [`MAX_PUSH_WORDS`] 32-bit words of immediates
+//! (`var<immediate>` in WGSL, push constants in Vulkan) at offset 0, set per
+//! dispatch ([`Dispatch::push_constants`]): one pipeline then serves every shape
+//! its parameters describe. The shader's block must not be larger than the words
+//! given.
+//!
 //! A dispatch call is synchronous: one submission with a compute-to-compute
 //! barrier between dispatches, fence waited. Pipelines are cached per shader key
 //! until [`Context::release_pipelines`] or the context goes; one descriptor pool
@@ -25,6 +31,9 @@ pub use crate::vk::pipelines::PipelineStats;
 
 /// Most storage buffers one dispatch binds.
 const MAX_BINDINGS: u32 = 8;
+
+/// Push-constant words a dispatch may set: the 128 bytes every Vulkan device allows.
+pub const MAX_PUSH_WORDS: usize = crate::vk::pipelines::PUSH_WORDS;
 
 /// How one buffer is bound: the range of its region, and the element index in
 /// that range of the element at the buffer's mins.
@@ -54,6 +63,9 @@ pub struct Dispatch<'a> {
     pub bindings: Vec<Binding>,
     /// Workgroups in x.
     pub groups: u64,
+    /// Push-constant words from offset 0 (at most [`MAX_PUSH_WORDS`]); empty
+    /// when the shader declares none.
+    pub push_constants: &'a [u32],
 }
 
 /// The bound range of a view of bytes `start..end` of a `VkBuffer` of `vk_size`
@@ -183,6 +195,12 @@ impl Context {
                     d.bindings.len()
                 )));
             }
+            if d.push_constants.len() > MAX_PUSH_WORDS {
+                return Err(Error::KernelCompileFailed(format!(
+                    "{} push-constant words; a dispatch sets at most {MAX_PUSH_WORDS}",
+                    d.push_constants.len()
+                )));
+            }
             pipelines.push(cache.pipeline(device, stats, d.shader.key, d.shader.spirv)?);
         }
 
@@ -253,6 +271,20 @@ impl Context {
                         &[set],
                         &[],
                     );
+                    if !d.push_constants.is_empty() {
+                        let bytes: Vec<u8> = d
+                            .push_constants
+                            .iter()
+                            .flat_map(|w| w.to_ne_bytes())
+                            .collect();
+                        device.cmd_push_constants(
+                            cmd,
+                            pipeline_layout,
+                            vk::ShaderStageFlags::COMPUTE,
+                            0,
+                            &bytes,
+                        );
+                    }
                     device.cmd_dispatch(cmd, groups, 1, 1);
                 }
             }

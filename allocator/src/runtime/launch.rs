@@ -82,11 +82,24 @@ impl Context {
     /// synchronously: [`Context::prepare`], one dispatch, then every output
     /// (`Write`, `ReadWrite`) is device-dirty and not host-dirty.
     pub fn launch(&self, shader: Shader<'_>, args: &mut [Arg<'_>], groups: u64) -> Result<()> {
+        self.launch_with(shader, args, groups, &[])
+    }
+
+    /// [`Context::launch`] with push-constant words for the shader
+    /// ([`Dispatch::push_constants`]).
+    pub fn launch_with(
+        &self,
+        shader: Shader<'_>,
+        args: &mut [Arg<'_>],
+        groups: u64,
+        push_constants: &[u32],
+    ) -> Result<()> {
         let bindings = self.prepare(args)?;
         self.dispatch(&[Dispatch {
             shader,
             bindings,
             groups,
+            push_constants,
         }])?;
         for a in args.iter_mut() {
             if a.access != Access::Read {

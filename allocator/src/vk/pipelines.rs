@@ -1,7 +1,8 @@
 //! The per-context pipeline cache: one `VkShaderModule` and one compute
 //! `VkPipeline` per shader key, kept until the context is dropped (or
 //! [`Context::release_pipelines`]); every pipeline shares one descriptor set
-//! layout of storage buffers and one pipeline layout. The runtime's own
+//! layout of storage buffers and one pipeline layout, which has a push-constant
+//! range of [`PUSH_WORDS`] words for the shapes of kernels. The runtime's own
 //! device-to-device copy kernel is kept here too, with layouts of its own.
 //!
 //! [`Context::release_pipelines`]: crate::Context::release_pipelines
@@ -33,6 +34,10 @@ pub struct PipelineStats {
     /// Total time in `vkCreateShaderModule` + `vkCreateComputePipelines`.
     pub pipeline_creation: Duration,
 }
+
+/// Push-constant words of the shared pipeline layout: 128 bytes, the least
+/// `maxPushConstantsSize` a Vulkan device may have.
+pub(crate) const PUSH_WORDS: usize = 32;
 
 pub(crate) struct Pipeline {
     module: vk::ShaderModule,
@@ -109,8 +114,16 @@ impl CacheInner {
                 .vk("vkCreateDescriptorSetLayout")?;
             stats.descriptor_set_layout_created();
             let layouts = [set_layout];
-            let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
-            // SAFETY: as above; the set layout is alive.
+            let ranges = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: (PUSH_WORDS * 4) as u32,
+            }];
+            let info = vk::PipelineLayoutCreateInfo::default()
+                .set_layouts(&layouts)
+                .push_constant_ranges(&ranges);
+            // SAFETY: as above; the set layout is alive; 128 bytes of push constants
+            // are within what every device allows.
             let pipeline_layout = match unsafe { device.create_pipeline_layout(&info, None) } {
                 Ok(l) => l,
                 Err(e) => {

@@ -97,6 +97,11 @@ impl Expr {
                         hi: hi.into(),
                     }))
                 }
+                // A map's input: any i32.
+                Op::Input(_) => stack.push(Range {
+                    lo: i32::MIN.into(),
+                    hi: i32::MAX.into(),
+                }),
                 Op::Neg => {
                     let a = pop(&mut stack);
                     stack.push(Range {

@@ -639,3 +639,58 @@ fn wgsl_prelude_semantics() {
         }
     }
 }
+
+#[test]
+fn inputs() {
+    let e = Expr::parse_with("clamp(f, 20, 100) + g * x", &["f", "g"]).unwrap();
+    assert_eq!(e.eval_with(&[2], &[7, 3]), 26);
+    assert_eq!(e.eval_with(&[2], &[500, -1]), 98);
+    // Missing inputs are 0, as missing coordinates are; eval reads none.
+    assert_eq!(e.eval_with(&[2], &[]), 20);
+    assert_eq!(e.eval(&[2]), 20);
+    assert!(e.uses_input(0) && e.uses_input(1) && !e.uses_input(2));
+    assert_eq!(e.max_dim(), Some(0));
+    assert_eq!(e.is_constant(), None);
+    assert_eq!(
+        e.to_wgsl_with(&|d| format!("c{d}"), &|j| format!("a{j}")),
+        "(max(min(a0, 100i), 20i) + (a1 * c0))"
+    );
+    // Inputs are not folded as constants, and not affine.
+    let e = Expr::parse_with("a + 1 + 2", &["a"]).unwrap();
+    assert_eq!(e.eval_with(&[], &[4]), 7);
+    assert_eq!(e.compile().eval(&[]), 3);
+    // Names of inputs, and what may not be one.
+    assert_eq!(
+        Expr::parse_with("h", &["g"]).unwrap_err().to_string(),
+        "column 1: unknown name 'h'; coordinates are x, y, z, w, d4..d15; inputs are g"
+    );
+    for (name, why) in [
+        ("x", "'x' is a coordinate, so it cannot name an input"),
+        ("d7", "'d7' is a coordinate, so it cannot name an input"),
+        (
+            "min",
+            "'min' is a keyword or function, so it cannot name an input",
+        ),
+        (
+            "if",
+            "'if' is a keyword or function, so it cannot name an input",
+        ),
+        (
+            "a-b",
+            "'a-b' cannot be an input of an expression: names are letters, digits and _",
+        ),
+        (
+            "1a",
+            "'1a' cannot be an input of an expression: names are letters, digits and _",
+        ),
+    ] {
+        assert_eq!(Expr::check_input_name(name).unwrap_err(), why);
+        assert_eq!(Expr::parse_with("1", &[name]).unwrap_err().message, why);
+    }
+    for name in ["out", "input", "d0", "d16", "f_2", "_t"] {
+        Expr::check_input_name(name).unwrap();
+    }
+    // A name that is an input is the input, not the coordinate it would be.
+    let e = Expr::parse_with("d0 + d16", &["d0", "d16"]).unwrap();
+    assert_eq!(e.eval_with(&[100], &[1, 2]), 3);
+}

@@ -154,6 +154,11 @@ impl Bindings {
 
     /// Parses an expression after substitution; errors quote the text as written.
     pub fn parse(&self, src: &str) -> Result<Expr, String> {
+        self.parse_with(src, &[])
+    }
+
+    /// [`Bindings::parse`] where the names `inputs` are a map's inputs.
+    pub fn parse_with(&self, src: &str, inputs: &[&str]) -> Result<Expr, String> {
         let shown: String = src.chars().take(60).collect();
         let shown = if shown.len() < src.len() {
             format!("{shown}...")
@@ -166,7 +171,7 @@ impl Bindings {
                 src.len()
             ));
         }
-        Expr::parse(&self.substitute(src)).map_err(|e| format!("'{shown}': {e}"))
+        Expr::parse_with(&self.substitute(src), inputs).map_err(|e| format!("'{shown}': {e}"))
     }
 
     /// The value of an integer written with loop variables only.

@@ -1,6 +1,7 @@
 //! Compute steps: the same fills and adds on the host (as a CPU stage of a
-//! Halide pipeline) and on the device (WGSL kernels), and a device sum. Every
-//! kernel call of the suite is in this module.
+//! Halide pipeline) and on the device (WGSL kernels), a device map (Halide's
+//! `out(x, y) = f(in(x, y), ...)`) and a device sum. Every kernel call of the
+//! suite is in this module.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,6 +38,13 @@ pub enum Step {
     /// The same on the device; `value` must be a constant. Host-dirty inputs are
     /// uploaded first.
     AddDevice(Add),
+    /// `out = value` element-wise on the device, where `value` is an expression
+    /// of the coordinates and of the elements of `inputs` (by buffer name) and of
+    /// `out` itself (its value before; an in-place update) at the same
+    /// coordinates. Each element is converted to `i32` as a C cast does; the value
+    /// is computed and converted as `fill_device`'s. Host-dirty inputs are
+    /// uploaded first.
+    MapDevice(Map),
     /// `out` = `input` summed over dimension `dim` (`out` has one dimension less).
     SumDevice {
         /// The buffer written: `input`'s shape without dimension `dim`.
@@ -62,6 +70,23 @@ pub struct Add {
     value: Option<String>,
 }
 
+/// The fields of `map_device`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Map {
+    /// The buffer written.
+    out: String,
+    /// The buffers read, of any element type, each with `out`'s dimensions and
+    /// containing its box; at most 7 (a dispatch binds 8 buffers). Default none.
+    #[serde(default)]
+    inputs: Vec<String>,
+    /// An expression of the coordinates, of the inputs' names and of `out`'s name.
+    value: String,
+}
+
+/// Inputs a map reads: a dispatch binds at most 8 buffers, the output one of them.
+const MAX_MAP_INPUTS: usize = 7;
+
 /// A checked compute step; buffers are slots.
 #[derive(Clone, Debug)]
 pub enum Op {
@@ -83,6 +108,11 @@ pub enum Op {
         inputs: Vec<usize>,
         constant: i64,
     },
+    MapDevice {
+        out: usize,
+        inputs: Vec<usize>,
+        value: Expr,
+    },
     SumDevice {
         out: usize,
         input: usize,
@@ -96,7 +126,7 @@ impl Op {
         match self {
             Op::FillHost { .. } | Op::AddHost { .. } => Vec::new(),
             Op::FillDevice { buffer, .. } => vec![*buffer],
-            Op::AddDevice { out, inputs, .. } => {
+            Op::AddDevice { out, inputs, .. } | Op::MapDevice { out, inputs, .. } => {
                 std::iter::once(*out).chain(inputs.clone()).collect()
             }
             Op::SumDevice { out, input, .. } => vec![*out, *input],
@@ -157,6 +187,7 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                 constant,
             }
         }
+        Step::MapDevice(map) => plan_map(map, p)?,
         Step::SumDevice { out, input, dim } => {
             let (o, i) = (p.buf(out)?, p.buf(input)?);
             if i == o {
@@ -278,6 +309,70 @@ fn check_sum(p: &Planner, out: usize, input: usize, dim: usize) -> Result<(), Ca
     kernel_size(p, out, "out")
 }
 
+/// Checks a map's buffers and expression: the runtime's checks of
+/// `kernel_map`, at load.
+fn plan_map(map: &Map, p: &Planner) -> Result<Op, CaseError> {
+    let out = p.buf(&map.out)?;
+    if map.inputs.len() > MAX_MAP_INPUTS {
+        return Err(p.err(format!(
+            "field inputs: {} inputs; a map reads at most {MAX_MAP_INPUTS} (a dispatch binds 8 buffers)",
+            map.inputs.len()
+        )));
+    }
+    let mut inputs = Vec::new();
+    for name in &map.inputs {
+        let b = p.buf(name)?;
+        if b == out {
+            return Err(p.err(format!(
+                "field inputs: {name} is the output; name it in value to read its elements in place"
+            )));
+        }
+        if inputs.contains(&b) {
+            return Err(p.err(format!("field inputs: {name} is named twice")));
+        }
+        inputs.push(b);
+    }
+    let mut names: Vec<&str> = inputs.iter().map(|&b| p.slots[b].name.as_str()).collect();
+    for name in &names {
+        Expr::check_input_name(name).map_err(|e| p.err(format!("field inputs: {e}")))?;
+    }
+    // The output is an operand when its name can be one.
+    let out_name = p.slots[out].name.as_str();
+    if Expr::check_input_name(out_name).is_ok() {
+        names.push(out_name);
+    }
+    let value = p.value_with("value", out, &map.value, &names)?;
+    if !p.expecting_error {
+        kernel_size(p, out, "out")?;
+        value
+            .check_wgsl()
+            .map_err(|e| p.err(format!("field value: the expression {e}")))?;
+        let o = &p.slots[out];
+        for &i in &inputs {
+            let s = &p.slots[i];
+            if s.dims.len() != o.dims.len() {
+                return Err(p.err(format!(
+                    "field inputs: {} has {} dimensions, the output {} has {}",
+                    s.name,
+                    s.dims.len(),
+                    o.name,
+                    o.dims.len()
+                )));
+            }
+            if !is_empty(&o.dims) && !contains(&s.dims, &o.dims) {
+                return Err(p.err(format!(
+                    "field inputs: {} {} does not contain the box of the output {} {}",
+                    s.name,
+                    box_text(&s.dims),
+                    o.name,
+                    box_text(&o.dims)
+                )));
+            }
+        }
+    }
+    Ok(Op::MapDevice { out, inputs, value })
+}
+
 /// Checks an add's buffers; on the host they need host memory, on the device
 /// an input may not be the output.
 fn plan_add(
@@ -350,7 +445,8 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             out,
             inputs,
             constant,
-        } => add_device(s, *out, inputs, *constant)?,
+        } => add_device(s, *out, inputs, Kernel::Add(*constant))?,
+        Op::MapDevice { out, inputs, value } => add_device(s, *out, inputs, Kernel::Map(value))?,
         Op::SumDevice { out, input, dim } => {
             let mut i = s.take(*input)?;
             let result = s.get_mut(*out).and_then(|o| {
@@ -370,7 +466,18 @@ fn supported(ctx: &Context, b: &Buffer) -> Result<(), StepError> {
         .map_err(|e| StepError::Unsupported(e.to_string()))
 }
 
-fn add_device(s: &mut State, out: usize, inputs: &[usize], constant: i64) -> Result<(), StepError> {
+/// A kernel of an output and inputs.
+enum Kernel<'a> {
+    Add(i64),
+    Map(&'a Expr),
+}
+
+fn add_device(
+    s: &mut State,
+    out: usize,
+    inputs: &[usize],
+    kernel: Kernel<'_>,
+) -> Result<(), StepError> {
     // Take the buffers out of their slots for disjoint borrows; put them back.
     let mut o = s.take(out)?;
     let mut ins = Vec::new();
@@ -387,11 +494,16 @@ fn add_device(s: &mut State, out: usize, inputs: &[usize], constant: i64) -> Res
         }
     }
     let ctx = s.ctx;
-    let result = supported(ctx, &o).and_then(|()| {
-        let mut refs: Vec<&mut Buffer> = ins.iter_mut().map(|(_, b)| b).collect();
-        ctx.kernel_add(&mut o, &mut refs, constant)
+    let result = supported(ctx, &o)
+        .and_then(|()| ins.iter().try_for_each(|(_, b)| supported(ctx, b)))
+        .and_then(|()| {
+            let mut refs: Vec<&mut Buffer> = ins.iter_mut().map(|(_, b)| b).collect();
+            match kernel {
+                Kernel::Add(constant) => ctx.kernel_add(&mut o, &mut refs, constant),
+                Kernel::Map(value) => ctx.kernel_map(&mut o, &mut refs, value),
+            }
             .map_err(StepError::Runtime)
-    });
+        });
     s.put(out, o);
     for (j, b) in ins {
         s.put(j, b);

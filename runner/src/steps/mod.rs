@@ -7,7 +7,7 @@
 //! | [`copies`] | `copy_to_device copy_to_host buffer_copy` |
 //! | [`async_copies`] | `start_copy_to_device start_copy_to_host start_buffer_copy wait expect_order` |
 //! | [`views`] | `crop slice view view_no_host` |
-//! | [`compute`] | `fill_host fill_device add_host add_device sum_device` |
+//! | [`compute`] | `fill_host fill_device add_host add_device map_device sum_device` |
 //! | [`checks`] | `expect expect_flags expect_counters expect_memory` |
 //! | [`measure`] | `measure profiling` |
 //! | [`control`] | `repeat when expect_error` |

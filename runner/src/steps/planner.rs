@@ -179,9 +179,20 @@ impl<'a> Planner<'a> {
 
     /// A value expression of `slot`'s coordinates (and loop variables).
     pub fn value(&self, field: &str, slot: usize, src: &str) -> Result<Expr, CaseError> {
+        self.value_with(field, slot, src, &[])
+    }
+
+    /// [`Planner::value`] that may also name the buffers `inputs`.
+    pub fn value_with(
+        &self,
+        field: &str,
+        slot: usize,
+        src: &str,
+        inputs: &[&str],
+    ) -> Result<Expr, CaseError> {
         let e = self
             .loops
-            .parse(src)
+            .parse_with(src, inputs)
             .map_err(|e| self.err(format!("field {field}: {e}")))?;
         let s = &self.slots[slot];
         if let Some(d) = e.max_dim() {
