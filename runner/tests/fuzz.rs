@@ -90,6 +90,8 @@ const STEPS: &[&str] = &[
     "add_host",
     "add_device",
     "sum_device",
+    "map_device",
+    "threads",
     "expect",
     "expect_flags",
     "measure",
@@ -133,6 +135,7 @@ const FIELDS: &[&str] = &[
     "device_dirty",
     "name",
     "cond",
+    "count",
     "x",
 ];
 
