@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::{box_text, Buffer, Context, Dim, ElemType, Error, Expr, Kernels, Value};
-use crate::steps::planner::Planner;
+use crate::steps::planner::{Planner, Slot};
 use crate::steps::state::{State, StepError};
 
 /// The compute steps as written.
@@ -225,6 +225,30 @@ fn contains(outer: &[Dim], inner: &[Dim]) -> bool {
     })
 }
 
+/// An input of an element-wise kernel has the output's dimensions and contains
+/// its box.
+fn input_covers(p: &Planner, s: &Slot, o: &Slot) -> Result<(), CaseError> {
+    if s.dims.len() != o.dims.len() {
+        return Err(p.err(format!(
+            "field inputs: {} has {} dimensions, the output {} has {}",
+            s.name,
+            s.dims.len(),
+            o.name,
+            o.dims.len()
+        )));
+    }
+    if !is_empty(&o.dims) && !contains(&s.dims, &o.dims) {
+        return Err(p.err(format!(
+            "field inputs: {} {} does not contain the box of the output {} {}",
+            s.name,
+            box_text(&s.dims),
+            o.name,
+            box_text(&o.dims)
+        )));
+    }
+    Ok(())
+}
+
 fn is_empty(dims: &[Dim]) -> bool {
     dims.iter().any(|d| d.extent == 0)
 }
@@ -241,24 +265,7 @@ fn check_add_device(p: &Planner, out: usize, inputs: &[usize]) -> Result<(), Cas
                 s.name, s.elem, o.name, o.elem
             )));
         }
-        if s.dims.len() != o.dims.len() {
-            return Err(p.err(format!(
-                "field inputs: {} has {} dimensions, the output {} has {}",
-                s.name,
-                s.dims.len(),
-                o.name,
-                o.dims.len()
-            )));
-        }
-        if !is_empty(&o.dims) && !contains(&s.dims, &o.dims) {
-            return Err(p.err(format!(
-                "field inputs: {} {} does not contain the box of the output {} {}",
-                s.name,
-                box_text(&s.dims),
-                o.name,
-                box_text(&o.dims)
-            )));
-        }
+        input_covers(p, s, o)?;
     }
     Ok(())
 }
@@ -350,24 +357,7 @@ fn plan_map(map: &Map, p: &Planner) -> Result<Op, CaseError> {
         let o = &p.slots[out];
         for &i in &inputs {
             let s = &p.slots[i];
-            if s.dims.len() != o.dims.len() {
-                return Err(p.err(format!(
-                    "field inputs: {} has {} dimensions, the output {} has {}",
-                    s.name,
-                    s.dims.len(),
-                    o.name,
-                    o.dims.len()
-                )));
-            }
-            if !is_empty(&o.dims) && !contains(&s.dims, &o.dims) {
-                return Err(p.err(format!(
-                    "field inputs: {} {} does not contain the box of the output {} {}",
-                    s.name,
-                    box_text(&s.dims),
-                    o.name,
-                    box_text(&o.dims)
-                )));
-            }
+            input_covers(p, s, o)?;
         }
     }
     Ok(Op::MapDevice { out, inputs, value })
