@@ -63,6 +63,40 @@ fn context_is_shared_between_threads() {
 }
 
 #[test]
+fn threads_have_blocking_work_in_flight_together() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let busy = &ctx.stats().busy_submitters;
+    // One thread: each submission ends before the next begins.
+    for i in 0..4 {
+        assert_eq!(round_trip(&ctx, "one", &[1 << 18], i), 0);
+    }
+    assert_eq!((busy.peak(), busy.live()), (1, 0));
+    assert_eq!(
+        busy.created(),
+        12,
+        "a clear of new memory, an upload and a readback each"
+    );
+    // Four threads, each submitting on a submitter of its own: their work is in
+    // flight together rather than queued behind one submitter's lock.
+    thread::scope(|s| {
+        for t in 0..4i64 {
+            let ctx = ctx.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    assert_eq!(round_trip(&ctx, "many", &[1 << 18], t * 100 + i), 0);
+                }
+            });
+        }
+    });
+    assert!(busy.peak() >= 2, "peak {}", busy.peak());
+    assert!(busy.peak() <= 4, "peak {}", busy.peak());
+    assert_eq!(busy.live(), 0);
+    assert_clean(&ctx);
+}
+
+#[test]
 fn small_buffers_share_blocks() {
     let Some(ctx) = context(ContextOptions::default()) else {
         return;
@@ -82,6 +116,48 @@ fn small_buffers_share_blocks() {
     drop(bufs);
     // Released regions keep their memory until release_unused.
     assert_eq!(ctx.release_unused(), 1);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn reuse_off_frees_each_allocation_when_its_buffer_does() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let get = |n: &str| ctx.counters().iter().find(|(k, _)| *k == n).unwrap().1;
+    assert!(ctx.reuses_device_allocations());
+    let mut a = Buffer::new("a", ElemType::U8, &[4096]).unwrap();
+    let mut b = Buffer::new("b", ElemType::U8, &[4096]).unwrap();
+    ctx.device_malloc(&mut a).unwrap();
+    ctx.device_malloc(&mut b).unwrap();
+    drop(a);
+    // Kept: the block, and the free region's buffer for the next request.
+    assert_eq!(
+        (get("live_regions"), get("blocks"), get("live_buffers")),
+        (1, 1, 2)
+    );
+    // Off: empty blocks go now; b still holds this one (a's free region keeps its
+    // buffer until it merges with a free neighbour or its block goes).
+    assert_eq!(ctx.reuse_device_allocations(false), 0);
+    assert!(!ctx.reuses_device_allocations());
+    assert_eq!(
+        (get("live_regions"), get("blocks"), get("live_buffers")),
+        (1, 1, 2)
+    );
+    drop(b);
+    // The last region freed with reuse off takes its block with it.
+    assert_eq!(
+        (get("live_regions"), get("blocks"), get("live_buffers")),
+        (0, 0, 0)
+    );
+    // On again: freed allocations stay until release_unused.
+    assert_eq!(ctx.reuse_device_allocations(true), 0);
+    let mut c = Buffer::new("c", ElemType::U8, &[4096]).unwrap();
+    ctx.device_malloc(&mut c).unwrap();
+    drop(c);
+    assert_eq!(get("blocks"), 1);
+    assert_eq!(ctx.reuse_device_allocations(false), 1);
+    assert_eq!(get("blocks"), 0);
     assert_clean(&ctx);
 }
 

@@ -121,7 +121,30 @@ fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, Strin
                 .map_err(|(status, m)| (status, format!("{}: {m}", op.located())))?;
             continue;
         }
-        run_one(op, state)?;
+        run_op(op, state)?;
+    }
+    Ok(())
+}
+
+/// One step, or the steps of a `repeat` without a variable, run in turn; a
+/// failure there names its run.
+fn run_op(op: &Op, state: &mut State) -> Result<(), (Status, String)> {
+    let OpKind::Repeat { times, ops } = &op.kind else {
+        return run_one(op, state);
+    };
+    for run in 0..*times {
+        for inner in ops {
+            run_op(inner, state).map_err(|(status, m)| {
+                (
+                    status,
+                    format!(
+                        "{m} (run {} of {times} of the repeat at line {})",
+                        run + 1,
+                        op.line
+                    ),
+                )
+            })?;
+        }
     }
     Ok(())
 }
@@ -144,11 +167,12 @@ fn run_threads(
     ctx: &Context,
     plan: &RuntimePlan,
     count: usize,
-    ops: &[Op],
+    ops: &[Vec<Op>],
 ) -> Result<(), (Status, String)> {
     // The threads start their steps together, once each has its buffers.
     let start = std::sync::Barrier::new(count);
-    let thread = || -> Result<(), (Status, String)> {
+    let thread = |t: usize| -> Result<(), (Status, String)> {
+        let ops = &ops[t.min(ops.len() - 1)];
         let mut state = State::new(ctx, plan.slots.clone());
         let mut made = Ok(());
         for (i, d) in plan.buffers.iter().enumerate() {
@@ -163,7 +187,7 @@ fn run_threads(
         start.wait();
         made?;
         for op in ops {
-            run_one(op, &mut state)?;
+            run_op(op, &mut state)?;
         }
         let unwaited = state.in_flight();
         if !unwaited.is_empty() {
@@ -179,7 +203,7 @@ fn run_threads(
     };
     let thread = &thread;
     let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..count).map(|_| s.spawn(thread)).collect();
+        let handles: Vec<_> = (0..count).map(|t| s.spawn(move || thread(t))).collect();
         handles
             .into_iter()
             .map(|h| {

@@ -272,6 +272,7 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 format!("fill_heap {heap}, leaving {leave} bytes")
             }
             memory::Op::ReleaseUnused => "release_unused".into(),
+            memory::Op::ReuseDeviceAllocations(on) => format!("reuse_device_allocations {on}"),
             memory::Op::DeviceRelease => "device_release".into(),
             memory::Op::NativeBuffer { native, bytes } => {
                 format!("native_buffer #{native}: a VkBuffer of {bytes} bytes outside the runtime")
@@ -385,6 +386,9 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 let list: Vec<String> = list.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                 format!("expect_counters {}", list.join(", "))
             }
+            checks::Op::ExpectConcurrent(n) => {
+                format!("expect_concurrent: {n} submitters busy at once, at least")
+            }
             checks::Op::ExpectMemory { role, .. } => {
                 format!("expect_memory {role}: this table gives {}", c.memory(*role))
             }
@@ -410,12 +414,30 @@ fn step_line(c: &Ctx, op: &Op) -> String {
         OpKind::ExpectError { error, op } => {
             format!("expect_error {error} from: {}", step_line(c, op))
         }
-        OpKind::Threads { count, ops } => {
+        OpKind::Repeat { times, ops } => {
             let each: Vec<String> = ops.iter().map(|o| step_line(c, o)).collect();
-            format!(
-                "{count} threads at once, each with its own buffers: {}",
-                each.join("; ")
-            )
+            format!("{times} times: {}", each.join("; "))
+        }
+        OpKind::Threads { count, ops } => {
+            let lists: Vec<String> = ops
+                .iter()
+                .map(|list| {
+                    let each: Vec<String> = list.iter().map(|o| step_line(c, o)).collect();
+                    each.join("; ")
+                })
+                .collect();
+            match lists.as_slice() {
+                [one] => format!("{count} threads at once, each with its own buffers: {one}"),
+                _ => format!(
+                    "{count} threads at once, each with its own buffers: {}",
+                    lists
+                        .iter()
+                        .enumerate()
+                        .map(|(t, l)| format!("thread {t}: {l}"))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+            }
         }
     }
 }

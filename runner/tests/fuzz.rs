@@ -92,6 +92,8 @@ const STEPS: &[&str] = &[
     "sum_device",
     "map_device",
     "threads",
+    "reuse_device_allocations",
+    "expect_concurrent",
     "expect",
     "expect_flags",
     "measure",

@@ -25,7 +25,7 @@ use crate::vk::device::{self, DeviceShared, QueueRole};
 use crate::vk::import::HostImport;
 use crate::vk::instance::Instance;
 use crate::vk::pipelines::PipelineCache;
-use crate::vk::submit::Submitter;
+use crate::vk::submitters::Submitters;
 
 /// One device connection: the device, its allocator and queue. Cheap to clone;
 /// safe to share between threads.
@@ -35,7 +35,7 @@ pub struct Context {
 }
 
 /// What a context owns. Fields drop in order, after `Drop::drop` waited for the
-/// device: pipelines and imports before the submitter, the allocator (kept alive
+/// device: pipelines and imports before the submitters, the allocator (kept alive
 /// by regions that outlive the context) and the device last.
 pub(crate) struct Inner {
     /// Async copy streams; their threads end when this is dropped.
@@ -43,9 +43,11 @@ pub(crate) struct Inner {
     pub(crate) pipelines: PipelineCache,
     /// Host imports, when the device has the extension and copies may use them.
     pub(crate) host_import: Option<Arc<HostImport>>,
-    /// Staging chunks, reused by every copy; dropped before the submitter.
+    /// Staging chunks, reused by every copy; dropped before the submitters.
     pub(crate) staging: Staging,
-    pub(crate) submitter: Submitter,
+    /// Submitters of blocking work (kernels and blocking copies), one per thread
+    /// submitting at once.
+    pub(crate) submitters: Submitters,
     pub(crate) profile: Profile,
     /// How device-to-device copies are made, and what was measured to choose.
     pub(crate) device_copies: DeviceCopies,
@@ -109,7 +111,7 @@ impl Context {
             simulated,
             options.alloc_config,
         )?);
-        let submitter = Submitter::new(&device, QueueRole::Compute)?;
+        let submitters = Submitters::new(&device, QueueRole::Compute)?;
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
@@ -127,7 +129,7 @@ impl Context {
                 pipelines: PipelineCache::new(&device),
                 host_import: import.then(|| HostImport::new(&device)).flatten(),
                 staging: Staging::default(),
-                submitter,
+                submitters,
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
                 allocator,
@@ -190,6 +192,24 @@ impl Context {
     pub fn release_unused(&self) -> usize {
         self.inner.staging.release();
         self.inner.allocator.release_unused()
+    }
+
+    /// Halide's `halide_reuse_device_allocations`: whether device allocations
+    /// freed by buffers are kept for later requests of the context (on by default).
+    /// Turning it off frees what is unused now, and from then on every freed
+    /// region's buffer and every block left empty goes back at once. Returns the
+    /// blocks freed now.
+    pub fn reuse_device_allocations(&self, on: bool) -> usize {
+        if !on {
+            self.inner.staging.release();
+        }
+        self.inner.allocator.set_reuse(on)
+    }
+
+    /// Whether freed device allocations are kept for reuse; see
+    /// [`Context::reuse_device_allocations`].
+    pub fn reuses_device_allocations(&self) -> bool {
+        self.inner.allocator.reuses()
     }
 
     /// Halide's `device_release`: frees every unused block and the cached pipelines.

@@ -196,7 +196,7 @@ impl Context {
     /// success `dst` is dirty on the side written and clean on the other.
     pub fn buffer_copy(&self, src: &Buffer, dst: &mut Buffer, to_device: bool) -> Result<CopyPath> {
         let job = self.plan_buffer_copy(src, dst, to_device)?;
-        let path = job.run(self, &self.inner.submitter)?;
+        let path = job.run(self, &*self.inner.submitters.take()?)?;
         finish_dirty(dst, job.dirty);
         Ok(path)
     }
@@ -205,7 +205,7 @@ impl Context {
     /// host data when the host is dirty; clears `host_dirty`.
     pub fn copy_to_device(&self, buf: &mut Buffer) -> Result<()> {
         if let Some(job) = self.plan_copy_to_device(buf)? {
-            job.run(self, &self.inner.submitter)?;
+            job.run(self, &*self.inner.submitters.take()?)?;
             buf.synced();
         }
         Ok(())
@@ -215,7 +215,7 @@ impl Context {
     /// dirty; clears `device_dirty`.
     pub fn copy_to_host(&self, buf: &mut Buffer) -> Result<()> {
         if let Some(job) = self.plan_copy_to_host(buf)? {
-            job.run(self, &self.inner.submitter)?;
+            job.run(self, &*self.inner.submitters.take()?)?;
             buf.synced();
         }
         Ok(())

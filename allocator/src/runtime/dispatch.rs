@@ -243,7 +243,7 @@ impl Context {
         let barrier = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-        let ran = s.submitter.run(|cmd| {
+        let ran = s.submitters.take()?.run(|cmd| {
             for (i, ((d, &pipeline), &set)) in
                 dispatches.iter().zip(&pipelines).zip(sets).enumerate()
             {

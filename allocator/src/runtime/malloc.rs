@@ -45,7 +45,7 @@ impl Context {
             buf.device = None;
         }
         let region = self.allocate_region(Role::Device, size)?;
-        self.inner.submitter.run(|cmd| {
+        self.inner.submitters.take()?.run(|cmd| {
             // SAFETY: the buffer was just created and is not in use; its size is a
             // multiple of 4 (the allocator rounds it up), so WHOLE_SIZE covers it all.
             unsafe {

@@ -70,7 +70,7 @@ impl RawCopy<'_> {
             size: self.bytes,
         }];
         let start = Instant::now();
-        self.ctx.inner.submitter.run_timed(false, |cmd| {
+        self.ctx.inner.submitters.take()?.run_timed(false, |cmd| {
             // SAFETY: both buffers are alive while `self` is, and hold `bytes` bytes.
             unsafe { device.cmd_copy_buffer(cmd, src, dst, &region) }
         })?;

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
@@ -163,6 +164,9 @@ pub(crate) struct Allocator {
     /// Alignment for offsets of views bound as storage buffers.
     min_storage_alignment: u64,
     non_coherent_atom: u64,
+    /// Whether freed regions and empty blocks are kept for later requests
+    /// (Halide's `halide_reuse_device_allocations`); on by default.
+    reuse: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -222,6 +226,7 @@ impl Allocator {
             real_type_bits: req.memory_type_bits,
             min_storage_alignment: device.info.min_storage_buffer_offset_alignment.max(1),
             non_coherent_atom: non_coherent_atom.max(1),
+            reuse: AtomicBool::new(true),
             state: Mutex::new(State {
                 pools,
                 heap_used: vec![0; heaps],
@@ -818,13 +823,35 @@ impl Allocator {
         if let Some((block, region)) = a.owner {
             let pool = &mut st.pools[a.memory_type as usize];
             let dedicated = pool.block(block).is_some_and(|b| b.dedicated);
-            // A dedicated block serves no other request: it goes back at once.
-            if let (Ok(0), true) = (pool.release(block, region), dedicated) {
+            let released = pool.release(block, region);
+            if !self.reuses() {
+                // Nothing is kept: the free region's buffer goes, and so does its
+                // block if it is now empty.
+                self.collect_pool(&mut st, a.memory_type as usize);
+            } else if let (Ok(0), true) = (released, dedicated) {
+                // A dedicated block serves no other request: it goes back at once.
                 if let Some((memory, buffers)) = pool.remove_if_empty(block) {
                     self.destroy_buffers(buffers);
                     self.free_block(&mut st, memory);
                 }
             }
+        }
+    }
+
+    /// Whether freed allocations are kept for reuse.
+    pub(crate) fn reuses(&self) -> bool {
+        self.reuse.load(Ordering::Relaxed)
+    }
+
+    /// Turns the reuse of freed allocations on or off; turning it off frees what
+    /// is unused now (Halide's `halide_reuse_device_allocations`). Returns the
+    /// blocks freed.
+    pub(crate) fn set_reuse(&self, on: bool) -> usize {
+        self.reuse.store(on, Ordering::Relaxed);
+        if on {
+            0
+        } else {
+            self.release_unused()
         }
     }
 

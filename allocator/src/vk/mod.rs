@@ -18,3 +18,4 @@ pub(crate) mod queue;
 pub(crate) mod region;
 pub(crate) mod simulate;
 pub(crate) mod submit;
+pub(crate) mod submitters;

@@ -218,6 +218,9 @@ impl Submitter {
     }
 
     fn reached(&self, c: &mut Commands, value: u64) -> Result<()> {
+        if c.reached < c.submitted && value >= c.submitted {
+            self.device.stats.submitter_idle();
+        }
         c.reached = c.reached.max(value);
         self.device.reached(self.semaphore, c.reached);
         Ok(())
@@ -348,6 +351,9 @@ impl Lanes<'_> {
         // above every value submitted before.
         unsafe { device.queue_submit(queue, &submit, vk::Fence::null()) }
             .map_err(|r| shared.error("vkQueueSubmit", r))?;
+        if self.c.reached == self.c.submitted {
+            shared.stats.submitter_busy();
+        }
         self.c.submitted = value;
         self.c.lanes[i].value = value;
         Ok(())

@@ -49,6 +49,11 @@ pub enum Step {
     /// Counters of the context (`cases/README.md` names them).
     #[schemars(with = "Counters")]
     ExpectCounters(BTreeMap<String, u64>),
+    /// At least this many submitters had work in flight on the device at once
+    /// since the case began: blocking work, each async copy stream and each
+    /// thread submit on submitters of their own, so 2 or more shows work that ran
+    /// concurrently (submitted before the other's end was seen).
+    ExpectConcurrent(u32),
     /// The latest allocation of a role landed in that memory type, with those
     /// flags, after that many candidate types had no room.
     ExpectMemory {
@@ -84,6 +89,7 @@ pub enum Op {
         has_device: Option<bool>,
     },
     ExpectCounters(Vec<(String, u64)>),
+    ExpectConcurrent(u32),
     ExpectMemory {
         role: Role,
         memory_type: Option<u32>,
@@ -137,6 +143,12 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                 )));
             }
             Op::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        }
+        Step::ExpectConcurrent(n) => {
+            if *n < 1 {
+                return Err(p.err("0 submissions at once always holds; give 1 or more"));
+            }
+            Op::ExpectConcurrent(*n)
         }
         Step::ExpectMemory {
             role,
@@ -221,6 +233,18 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             Err(StepError::Check(format!(
                 "expect_counters: {}",
                 wrong.join(", ")
+            )))
+        }
+        Op::ExpectConcurrent(want) => {
+            let busy = &s.ctx.stats().busy_submitters;
+            let got = busy.peak();
+            if got >= u64::from(*want) {
+                return Ok(());
+            }
+            Err(StepError::Check(format!(
+                "expect_concurrent: at most {got} submitter(s) had work in flight at once \
+                 ({} busy periods so far), expected {want}",
+                busy.created()
             )))
         }
         Op::ExpectMemory {

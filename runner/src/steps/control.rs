@@ -19,7 +19,9 @@ use crate::vocab::{self, ErrorName};
 #[schemars(rename = "ControlStep")]
 pub enum Step<S> {
     /// Plans `steps` once for each value of `var` from `from` up to `to`, `to`
-    /// excluded.
+    /// excluded. Without `var` the steps are planned once and run `to - from`
+    /// times; they must plan the same way every time (what they make, they
+    /// release), which suits long loops.
     Repeat(Repeat<S>),
     /// Plans `steps` when `cond`, an expression of loop variables, is not 0.
     When(When<S>),
@@ -45,8 +47,10 @@ pub enum Step<S> {
 #[schemars(rename = "Repeat")]
 pub struct Repeat<S> {
     /// The loop variable: a name that is not a coordinate (x y z w d4..) nor a
-    /// word of the expression language.
-    pub var: String,
+    /// word of the expression language. Left out, the steps are planned once
+    /// and run once per value.
+    #[serde(default)]
+    pub var: Option<String>,
     /// The first value.
     pub from: Int,
     /// The value after the last (excluded).
@@ -56,17 +60,25 @@ pub struct Repeat<S> {
     pub steps: Vec<Spanned<S>>,
 }
 
-/// `threads: { count: 6, steps: [...] }`.
+/// `threads: { count: 6, var: t, steps: [...] }`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Threads")]
 pub struct Threads<S> {
     /// Threads, 1 to 64.
     pub count: Int,
-    /// Each thread's steps, planned once; they may not hold another `threads`.
+    /// The thread's index, 0 to `count - 1`, as a loop variable of its steps
+    /// (`when` gives threads different work); without it, every thread plans
+    /// the same steps.
+    #[serde(default)]
+    pub var: Option<String>,
+    /// The steps of each thread; they may not hold another `threads`.
     #[schemars(with = "Vec<S>")]
     pub steps: Vec<Spanned<S>>,
 }
+
+/// Most runs of a `repeat` without a variable.
+pub const MAX_RUNS: i64 = 1_000_000;
 
 /// Most threads of a `threads` step.
 pub const MAX_THREADS: i64 = 64;
@@ -94,11 +106,19 @@ pub struct When<S> {
 
 /// The values a repeat's variable takes.
 pub fn range<S>(r: &Repeat<S>, p: &Planner) -> Result<std::ops::Range<i64>, CaseError> {
-    p.loops
-        .check_new(&r.var)
-        .map_err(|e| p.err(format!("field var: {e}")))?;
+    if let Some(var) = &r.var {
+        p.loops
+            .check_new(var)
+            .map_err(|e| p.err(format!("field var: {e}")))?;
+    }
     let (from, to) = (p.int("from", &r.from)?, p.int("to", &r.to)?);
-    if to.saturating_sub(from) > MAX_STEPS as i64 {
+    if r.var.is_none() && to.saturating_sub(from) > MAX_RUNS {
+        return Err(p.err(format!(
+            "{} runs; at most {MAX_RUNS}",
+            to.saturating_sub(from)
+        )));
+    }
+    if r.var.is_some() && to.saturating_sub(from) > MAX_STEPS as i64 {
         return Err(p.err(format!(
             "{} iterations; at most {MAX_STEPS}",
             to.saturating_sub(from)

@@ -49,8 +49,12 @@ pub enum Step {
         leave: u64,
     },
     /// Coalesces free regions and frees empty blocks (Halide's
-    /// `halide_reuse_device_allocations(false)` path).
+    /// `halide_release_unused_device_allocations`).
     ReleaseUnused,
+    /// Halide's `halide_reuse_device_allocations`: `true` keeps freed device
+    /// allocations for later requests (the default), `false` frees what is unused
+    /// now and every allocation when its buffer frees it from then on.
+    ReuseDeviceAllocations(bool),
     /// Halide's `device_release`: frees unused blocks and the kernel pipelines.
     DeviceRelease,
     /// A `VkBuffer` of the case's own (as an application makes one): `bytes` of
@@ -97,6 +101,7 @@ pub enum Op {
         leave: u64,
     },
     ReleaseUnused,
+    ReuseDeviceAllocations(bool),
     DeviceRelease,
     NativeBuffer {
         native: usize,
@@ -159,6 +164,7 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             }
         }
         Step::ReleaseUnused => Op::ReleaseUnused,
+        Step::ReuseDeviceAllocations(on) => Op::ReuseDeviceAllocations(*on),
         Step::DeviceRelease => Op::DeviceRelease,
         Step::NativeBuffer { name, bytes } => {
             let name = p.loops.name(name).map_err(|e| p.err(e))?;
@@ -249,6 +255,9 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
         }
         Op::ReleaseUnused => {
             ctx.release_unused();
+        }
+        Op::ReuseDeviceAllocations(on) => {
+            ctx.reuse_device_allocations(*on);
         }
         Op::DeviceRelease => {
             ctx.device_release();

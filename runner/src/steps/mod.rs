@@ -263,11 +263,18 @@ pub enum OpKind {
         error: String,
         op: Box<Op>,
     },
+    /// `ops` run `times` times in a row (a `repeat` without a variable); run by
+    /// the case executor.
+    Repeat {
+        times: u64,
+        ops: Vec<Op>,
+    },
     /// `ops` on `count` threads at once, each with buffers of its own; run by
-    /// the case executor, which holds the declarations.
+    /// the case executor, which holds the declarations. One list for every
+    /// thread, or one per thread.
     Threads {
         count: usize,
-        ops: Vec<Op>,
+        ops: Vec<Vec<Op>>,
     },
 }
 
@@ -303,7 +310,10 @@ impl Op {
         match &self.kind {
             OpKind::Compute(c) => c.kernel_slots(),
             OpKind::ExpectError { op, .. } => op.kernel_slots(),
-            OpKind::Threads { ops, .. } => ops.iter().flat_map(Op::kernel_slots).collect(),
+            OpKind::Threads { ops, .. } => {
+                ops.iter().flatten().flat_map(Op::kernel_slots).collect()
+            }
+            OpKind::Repeat { ops, .. } => ops.iter().flat_map(Op::kernel_slots).collect(),
             _ => Vec::new(),
         }
     }
@@ -345,6 +355,60 @@ fn op_here(p: &Planner, kind: OpKind) -> Op {
     }
 }
 
+/// A `repeat` without a variable: its steps planned once, run once per value.
+/// They are planned a second time after the first and must plan the same steps,
+/// so that every run starts where the one before left the buffers' names.
+fn plan_runs(
+    r: &control::Repeat<Step>,
+    range: std::ops::Range<i64>,
+    p: &mut Planner,
+    out: &mut Vec<Op>,
+) -> Result<(), CaseError> {
+    let times = range.end.saturating_sub(range.start).max(0) as u64;
+    if times == 0 {
+        return Ok(());
+    }
+    let here = p.here();
+    let op = op_here(
+        p,
+        OpKind::Repeat {
+            times,
+            ops: Vec::new(),
+        },
+    );
+    let (mut first, mut again) = (Vec::new(), Vec::new());
+    plan(&r.steps, p, &mut first)?;
+    plan(&r.steps, p, &mut again).map_err(|mut e| {
+        e.message.push_str(&format!(
+            " (on the second run of the repeat at line {}, which has no `var`: its steps \
+             must release what they make)",
+            here.0
+        ));
+        e
+    })?;
+    p.back_to(here);
+    let shape = |ops: &[Op]| -> Vec<(u64, u64, &str)> {
+        ops.iter().map(|o| (o.line, o.column, o.step)).collect()
+    };
+    if shape(&first) != shape(&again) {
+        return Err(p.err(
+            "a repeat without `var` must plan the same way each run (release what it makes); \
+             give it a `var`",
+        ));
+    }
+    if first
+        .iter()
+        .any(|o| matches!(o.kind, OpKind::Threads { .. }))
+    {
+        return Err(p.err("threads inside a repeat without `var`; give it a `var`"));
+    }
+    out.push(Op {
+        kind: OpKind::Repeat { times, ops: first },
+        ..op
+    });
+    Ok(())
+}
+
 fn plan_control(
     c: &control::Step<Step>,
     p: &mut Planner,
@@ -353,7 +417,10 @@ fn plan_control(
     match c {
         control::Step::Repeat(r) => {
             let range = control::range(r, p)?;
-            p.loops.push(&r.var, range.start);
+            let Some(var) = &r.var else {
+                return plan_runs(r, range, p, out);
+            };
+            p.loops.push(var, range.start);
             for i in range {
                 p.loops.set_last(i);
                 plan(&r.steps, p, out)?;
@@ -377,9 +444,34 @@ fn plan_control(
                     ops: Vec::new(),
                 },
             );
+            if let Some(var) = &t.var {
+                p.loops
+                    .check_new(var)
+                    .map_err(|e| p.err(format!("field var: {e}")))?;
+            }
             let mut ops = Vec::new();
             p.in_threads = true;
-            let planned = plan(&t.steps, p, &mut ops);
+            // One list for all threads, or one per thread when they know their index.
+            let planned = match &t.var {
+                None => {
+                    let mut list = Vec::new();
+                    let planned = plan(&t.steps, p, &mut list);
+                    ops.push(list);
+                    planned
+                }
+                Some(var) => {
+                    p.loops.push(var, 0);
+                    let each = (0..count).try_for_each(|i| {
+                        p.loops.set_last(i as i64);
+                        let mut list = Vec::new();
+                        plan(&t.steps, p, &mut list)?;
+                        ops.push(list);
+                        Ok(())
+                    });
+                    p.loops.pop();
+                    each
+                }
+            };
             p.in_threads = false;
             planned?;
             out.push(Op {
@@ -434,8 +526,8 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             ))),
         },
         // The executor runs these: the threads' buffers come from the declarations.
-        OpKind::Threads { .. } => Err(StepError::Check(
-            "threads: only at the top level of a case's steps".into(),
+        OpKind::Threads { .. } | OpKind::Repeat { .. } => Err(StepError::Check(
+            "threads and repeat: run by the case executor".into(),
         )),
     }
 }

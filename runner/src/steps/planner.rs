@@ -117,6 +117,17 @@ impl<'a> Planner<'a> {
         self.step
     }
 
+    /// The current step and where it is written, to come back to with
+    /// [`Planner::back_to`] after planning the steps it holds.
+    pub fn here(&self) -> (u64, u64, &'static str) {
+        (self.line, self.column, self.step)
+    }
+
+    /// Makes `here` the current step again.
+    pub fn back_to(&mut self, (line, column, step): (u64, u64, &'static str)) {
+        (self.line, self.column, self.step) = (line, column, step);
+    }
+
     /// Where the current step is written.
     pub fn at(&self) -> (u64, u64) {
         (self.line, self.column)

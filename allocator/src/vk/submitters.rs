@@ -1,0 +1,74 @@
+//! Submitters for blocking work: one for each thread submitting at the same
+//! time, so that threads sharing a context have work in flight together on the
+//! queue instead of waiting for each other's submissions to finish.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+use crate::vk::device::{DeviceShared, QueueRole};
+use crate::vk::submit::Submitter;
+
+/// Idle submitters kept for the next caller; more are made when more threads
+/// submit at once, and those past this many are destroyed when given back.
+const KEEP: usize = 8;
+
+pub(crate) struct Submitters {
+    device: Arc<DeviceShared>,
+    role: QueueRole,
+    idle: Mutex<Vec<Submitter>>,
+}
+
+/// A submitter taken from [`Submitters`]; given back when dropped.
+pub(crate) struct Taken<'a> {
+    pool: &'a Submitters,
+    sub: Option<Submitter>,
+}
+
+impl Submitters {
+    /// A pool for `role`, holding one submitter made now (so that a device that
+    /// cannot make one fails at once).
+    pub(crate) fn new(device: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
+        let first = Submitter::new(device, role)?;
+        Ok(Submitters {
+            device: device.clone(),
+            role,
+            idle: Mutex::new(vec![first]),
+        })
+    }
+
+    /// An idle submitter, or a new one when every one is in use.
+    pub(crate) fn take(&self) -> Result<Taken<'_>> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let sub = match idle {
+            Some(s) => s,
+            None => Submitter::new(&self.device, self.role)?,
+        };
+        Ok(Taken {
+            pool: self,
+            sub: Some(sub),
+        })
+    }
+}
+
+impl Deref for Taken<'_> {
+    type Target = Submitter;
+    fn deref(&self) -> &Submitter {
+        self.sub.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        let Some(sub) = self.sub.take() else {
+            return;
+        };
+        let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < KEEP {
+            idle.push(sub);
+        } else {
+            drop(idle);
+            drop(sub);
+        }
+    }
+}
