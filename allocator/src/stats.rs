@@ -106,10 +106,11 @@ pub struct Stats {
     pub descriptor_pools: Counter,
     /// Descriptor sets, freed with their pool.
     pub descriptor_sets: Counter,
-    /// Submitters (one per queue role and thread of work) with work submitted that
-    /// the host has not yet seen finish. Not an object: never a leak. Its peak is
-    /// how many submissions were in flight on the device at once.
-    pub busy_submitters: Counter,
+    /// Work in flight: blocking work of each thread while the device has its
+    /// submissions (until the host sees them finish), and each async copy from its
+    /// start to its end, host-side staging included. Not an object: never a leak.
+    /// Its peak is how much work ran at once.
+    pub work_in_flight: Counter,
     /// Kernel objects the context keeps in its pipeline cache (not leaks): shader
     /// modules and pipelines (one each per cached kernel), and layouts.
     kept_kernels: AtomicU64,
@@ -171,7 +172,7 @@ impl Stats {
         descriptor_set_destroyed,
         descriptor_sets
     );
-    pair!(submitter_busy, submitter_idle, busy_submitters);
+    pair!(work_started, work_ended, work_in_flight);
 
     /// How many kernels (shader module + pipeline each) and layouts (descriptor set
     /// layout + pipeline layout each) the context's cache holds now.

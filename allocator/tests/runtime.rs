@@ -67,7 +67,7 @@ fn threads_have_blocking_work_in_flight_together() {
     let Some(ctx) = context(ContextOptions::default()) else {
         return;
     };
-    let busy = &ctx.stats().busy_submitters;
+    let busy = &ctx.stats().work_in_flight;
     // One thread: each submission ends before the next begins.
     for i in 0..4 {
         assert_eq!(round_trip(&ctx, "one", &[1 << 18], i), 0);

@@ -387,7 +387,7 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 format!("expect_counters {}", list.join(", "))
             }
             checks::Op::ExpectConcurrent(n) => {
-                format!("expect_concurrent: {n} submitters busy at once, at least")
+                format!("expect_concurrent: {n} pieces of work in flight at once, at least")
             }
             checks::Op::ExpectMemory { role, .. } => {
                 format!("expect_memory {role}: this table gives {}", c.memory(*role))

@@ -96,7 +96,7 @@ steps:
         out.message.contains("case.yaml:8:5: expect_concurrent")
             && out
                 .message
-                .contains("at most 1 submitter(s) had work in flight at once"),
+                .contains("at most 1 piece(s) of work in flight at once"),
         "{}",
         out.message
     );

@@ -43,12 +43,16 @@ impl Context {
             role,
             Box::new(move |sub| {
                 let mut from = Instant::now();
+                let stats = &ctx.inner.device.stats;
                 let result = after
                     .iter()
                     .try_for_each(Event::wait_dependency)
                     .and_then(|()| {
                         from = Instant::now();
-                        job.run(&ctx, sub)
+                        stats.work_started();
+                        let ran = job.run(&ctx, sub);
+                        stats.work_ended();
+                        ran
                     });
                 // Whatever the copy holds is released before the waiter wakes, so that
                 // a leak check right after the wait sees none of it.

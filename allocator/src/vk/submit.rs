@@ -217,9 +217,15 @@ impl Submitter {
         }
     }
 
+    /// Whether its submissions count as work in flight: blocking work does; an
+    /// async copy's stream counts the whole copy instead.
+    fn counted(&self) -> bool {
+        self.role == QueueRole::Compute
+    }
+
     fn reached(&self, c: &mut Commands, value: u64) -> Result<()> {
-        if c.reached < c.submitted && value >= c.submitted {
-            self.device.stats.submitter_idle();
+        if self.counted() && c.reached < c.submitted && value >= c.submitted {
+            self.device.stats.work_ended();
         }
         c.reached = c.reached.max(value);
         self.device.reached(self.semaphore, c.reached);
@@ -351,8 +357,8 @@ impl Lanes<'_> {
         // above every value submitted before.
         unsafe { device.queue_submit(queue, &submit, vk::Fence::null()) }
             .map_err(|r| shared.error("vkQueueSubmit", r))?;
-        if self.c.reached == self.c.submitted {
-            shared.stats.submitter_busy();
+        if self.submitter.counted() && self.c.reached == self.c.submitted {
+            shared.stats.work_started();
         }
         self.c.submitted = value;
         self.c.lanes[i].value = value;

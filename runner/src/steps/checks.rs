@@ -49,10 +49,10 @@ pub enum Step {
     /// Counters of the context (`cases/README.md` names them).
     #[schemars(with = "Counters")]
     ExpectCounters(BTreeMap<String, u64>),
-    /// At least this many submitters had work in flight on the device at once
-    /// since the case began: blocking work, each async copy stream and each
-    /// thread submit on submitters of their own, so 2 or more shows work that ran
-    /// concurrently (submitted before the other's end was seen).
+    /// At least this much work was in flight at once since the case began: each
+    /// thread's blocking work while the device has it, and each async copy from
+    /// its start to its end (staging included). 2 or more shows work that ran
+    /// concurrently.
     ExpectConcurrent(u32),
     /// The latest allocation of a role landed in that memory type, with those
     /// flags, after that many candidate types had no room.
@@ -236,15 +236,15 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             )))
         }
         Op::ExpectConcurrent(want) => {
-            let busy = &s.ctx.stats().busy_submitters;
-            let got = busy.peak();
+            let work = &s.ctx.stats().work_in_flight;
+            let got = work.peak();
             if got >= u64::from(*want) {
                 return Ok(());
             }
             Err(StepError::Check(format!(
-                "expect_concurrent: at most {got} submitter(s) had work in flight at once \
-                 ({} busy periods so far), expected {want}",
-                busy.created()
+                "expect_concurrent: at most {got} piece(s) of work in flight at once \
+                 (of {} so far), expected {want}",
+                work.created()
             )))
         }
         Op::ExpectMemory {
