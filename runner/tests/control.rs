@@ -79,6 +79,26 @@ steps:
 }
 
 #[test]
+fn a_host_stage_beside_an_async_copy_is_concurrent() {
+    let case = "\
+about: t
+buffers:
+  a: { type: i32, extent: [1048576] }
+  b: { type: i32, extent: [1048576] }
+steps:
+  - fill_device: { buffer: a, value: \"x\" }
+  - start_copy_to_host: a
+  - fill_host: { buffer: b, value: \"x * 3 + 1\" }
+  - expect: { buffer: b, value: \"x * 3 + 1\" }
+  - wait: a
+  - expect: { buffer: a, value: \"x\" }
+  - expect_concurrent: 2
+";
+    let Some(out) = run(case) else { return };
+    assert_eq!(out.status, Status::Pass, "{}", out.message);
+}
+
+#[test]
 fn serial_work_is_not_concurrent() {
     let case = "\
 about: t
@@ -87,13 +107,16 @@ buffers:
 steps:
   - copy_to_device: a
   - copy_to_host: a
+  - set_dirty: { buffer: a, device_dirty: true }
+  - start_copy_to_host: a
+  - wait: a
   - expect_concurrent: 1
   - expect_concurrent: 2
 ";
     let Some(out) = run(case) else { return };
     assert_eq!(out.status, Status::Fail, "{}", out.message);
     assert!(
-        out.message.contains("case.yaml:8:5: expect_concurrent")
+        out.message.contains("case.yaml:11:5: expect_concurrent")
             && out
                 .message
                 .contains("at most 1 piece(s) of work in flight at once"),

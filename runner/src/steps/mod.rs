@@ -508,6 +508,20 @@ fn plan_control(
 
 /// Runs one checked step.
 pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+    let work = matches!(
+        op.kind,
+        OpKind::Copies(_) | OpKind::Compute(_) | OpKind::Checks(_)
+    );
+    if work && s.copying() {
+        let from = std::time::Instant::now();
+        let ran = run_kind(op, s);
+        s.worked_since(from);
+        return ran;
+    }
+    run_kind(op, s)
+}
+
+fn run_kind(op: &Op, s: &mut State) -> Result<(), StepError> {
     match &op.kind {
         OpKind::Memory(o) => memory::run(o, s),
         OpKind::Copies(o) => copies::run(o, s),

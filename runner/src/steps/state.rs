@@ -2,6 +2,7 @@
 //! slot, and the results of timed copies.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use crate::outcome::Measurement;
 use crate::rt::{vk, Buffer, Context, Error, Event, InFlight};
@@ -52,6 +53,11 @@ pub struct State<'a> {
     pub natives: HashMap<usize, Native<'a>>,
     /// The native buffer each wrapping slot was given.
     pub wrapped: HashMap<usize, vk::Buffer>,
+    /// Host intervals of the work steps (copies, kernels, host stages, checks)
+    /// run while an async copy was in flight, until no copy is.
+    work_log: Vec<(Instant, Instant)>,
+    /// Async copies that ran while a work step ran, seen when waited for.
+    overlapped: u64,
 }
 
 impl<'a> State<'a> {
@@ -67,6 +73,8 @@ impl<'a> State<'a> {
             measured: Vec::new(),
             natives: HashMap::new(),
             wrapped: HashMap::new(),
+            work_log: Vec::new(),
+            overlapped: 0,
         }
     }
 
@@ -141,7 +149,32 @@ impl<'a> State<'a> {
         })?;
         let (buf, result) = copy.wait();
         self.put(i, buf);
+        let ran = self.events[i].as_ref().and_then(Event::interval);
+        if let Some((from, to)) = ran {
+            if self.work_log.iter().any(|&(a, b)| a < to && b > from) {
+                self.overlapped += 1;
+            }
+        }
+        if self.inflight.iter().all(Option::is_none) {
+            self.work_log.clear();
+        }
         result.map(|_| ()).map_err(StepError::Runtime)
+    }
+
+    /// Whether an async copy is in flight now.
+    pub fn copying(&self) -> bool {
+        self.inflight.iter().any(Option::is_some)
+    }
+
+    /// A work step ran from `from` until now while a copy was in flight.
+    pub fn worked_since(&mut self, from: Instant) {
+        self.work_log.push((from, Instant::now()));
+    }
+
+    /// Async copies waited for so far that ran while a work step of this
+    /// thread ran.
+    pub fn overlapped(&self) -> u64 {
+        self.overlapped
     }
 
     /// The buffers whose async copies are still in flight.
