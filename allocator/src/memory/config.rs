@@ -492,4 +492,14 @@ mod tests {
         );
         assert!(AllocConfig::from_var(Ok("0:y".into())).is_err());
     }
+
+    #[test]
+    fn from_env_reads_the_variable() {
+        // No other unit test reads this variable.
+        std::env::set_var(ENV_VAR, "0:48");
+        let read = AllocConfig::from_env();
+        std::env::remove_var(ENV_VAR);
+        assert_eq!(read.map(|c| c.minimum_block_size), Ok(48 * MIB));
+        assert_eq!(AllocConfig::from_env(), Ok(AllocConfig::default()));
+    }
 }

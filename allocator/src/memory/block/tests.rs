@@ -548,3 +548,36 @@ mod props {
         }
     }
 }
+
+#[test]
+fn an_unlimited_maximum_block_size_does_not_cap_the_preferred_size() {
+    let config = AllocConfig {
+        maximum_block_size: 0,
+        ..AllocConfig::default()
+    };
+    assert_eq!(Pool::new(config, 16 * GIB).preferred_block_size(), 32 * MIB);
+    // Nor makes every request dedicated.
+    assert_eq!(
+        need(Pool::new(config, 16 * GIB).place(512 * MIB, 1, false)),
+        (512 * MIB, false)
+    );
+}
+
+#[test]
+fn a_block_as_large_as_its_heap_is_allowed() {
+    let config = AllocConfig {
+        minimum_block_size: 8 * MIB,
+        ..AllocConfig::default()
+    };
+    assert_eq!(
+        need(Pool::new(config, 64 * MIB).place(64 * MIB, 1, false)),
+        (64 * MIB, false)
+    );
+    match Pool::new(config, 64 * MIB).place(64 * MIB + 32, 1, false) {
+        Err(PoolError::LargerThanHeap {
+            block_size,
+            heap_size,
+        }) => assert_eq!((block_size, heap_size), (64 * MIB + 32, 64 * MIB)),
+        other => panic!("expected LargerThanHeap, got {other:?}"),
+    }
+}

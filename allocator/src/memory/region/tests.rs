@@ -293,6 +293,11 @@ fn drain_returns_every_payload_and_resets() {
     ));
     let r = a.reserve(8, 1).unwrap();
     assert_eq!(r.offset, 0);
+    // The new region took a drained slot; the handles from before stay stale.
+    for old in [r1.id, r2.id] {
+        assert!(matches!(a.info(old), Err(RegionError::UnknownRegion(_))));
+    }
+    assert!(a.info(r.id).unwrap().in_use);
     assert!(a.drain().is_empty());
 }
 
@@ -839,4 +844,73 @@ mod props {
             run(ops, granularity);
         }
     }
+}
+
+#[test]
+fn a_larger_cached_region_is_taken_before_merging_a_lower_run() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 1).unwrap();
+    let r2 = a.reserve(100, 1).unwrap();
+    let _r3 = a.reserve(300, 1).unwrap();
+    let r4 = a.reserve(300, 1).unwrap();
+    let _r5 = a.reserve(224, 1).unwrap();
+    for (r, p) in [(&r1, 1), (&r2, 2), (&r4, 4)] {
+        a.set_payload(r.id, p).unwrap();
+        assert_eq!(a.release(r.id), Ok(0));
+    }
+    // Cached: 0..100 and 100..200 (a run), and 500..800. 150 bytes fit in the
+    // one at 500 alone, without merging the lower run.
+    let r = a.reserve(150, 1).unwrap();
+    assert_eq!((r.offset, r.size), (500, 150));
+    assert_eq!(r.evicted, vec![4]);
+    assert_eq!(
+        layout(&a),
+        vec![
+            (0, 100, 0),
+            (100, 100, 0),
+            (200, 300, 1),
+            (500, 150, 1),
+            (650, 150, 0),
+            (800, 224, 1)
+        ]
+    );
+}
+
+#[test]
+fn the_lowest_run_of_free_regions_is_merged() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r: Vec<_> = [100, 100, 100, 100, 100, 524]
+        .iter()
+        .map(|&n| a.reserve(n, 1).unwrap())
+        .collect();
+    // 0..100 free without payload and 100..200 cached: one run; 300..400 and
+    // 400..500 cached: another. Neither region alone holds 150 bytes.
+    assert_eq!(a.release(r[0].id), Ok(0));
+    for (i, p) in [(1, 1), (3, 3), (4, 4)] {
+        a.set_payload(r[i].id, p).unwrap();
+        assert_eq!(a.release(r[i].id), Ok(0));
+    }
+    let got = a.reserve(150, 1).unwrap();
+    assert_eq!((got.offset, got.size), (0, 150));
+    assert_eq!(got.evicted, vec![1]);
+    assert_eq!(a.reserve(150, 1).map(|g| g.offset), Some(300));
+}
+
+#[test]
+fn info_granularity_and_debug_say_what_is_there() {
+    let mut a = RegionAllocator::<u32>::with_granularity(1024, 32);
+    assert_eq!(a.granularity(), 32);
+    let r = a.reserve(10, 1).unwrap();
+    let info = a.info(r.id).unwrap();
+    assert_eq!(
+        (info.offset, info.size, info.in_use, info.use_count),
+        (0, 32, true, 1)
+    );
+    assert_eq!(a.release(r.id), Ok(0));
+    assert!(!a.info(r.id).unwrap().in_use);
+    let text = format!("{a:?}");
+    assert!(
+        text.starts_with("RegionAllocator { size: 1024, reserved: 0"),
+        "{text}"
+    );
 }
