@@ -293,12 +293,15 @@ fn drain_returns_every_payload_and_resets() {
     ));
     let r = a.reserve(8, 1).unwrap();
     assert_eq!(r.offset, 0);
-    // The new region took a drained slot; the handles from before stay stale.
+    // New regions take the drained slots; the handles from before stay stale.
+    let more: Vec<_> = (0..4).map(|_| a.reserve(8, 1).unwrap()).collect();
     for old in [r1.id, r2.id] {
         assert!(matches!(a.info(old), Err(RegionError::UnknownRegion(_))));
     }
-    assert!(a.info(r.id).unwrap().in_use);
-    assert!(a.drain().is_empty());
+    for r in more.iter().chain([&r]) {
+        assert!(a.info(r.id).unwrap().in_use);
+    }
+    assert_eq!(a.drain().len(), 0);
 }
 
 /// Releases the region with one user and a payload of each of `sizes` (reserved
@@ -913,4 +916,94 @@ fn info_granularity_and_debug_say_what_is_there() {
         text.starts_with("RegionAllocator { size: 1024, reserved: 0"),
         "{text}"
     );
+}
+
+#[test]
+fn handles_of_merged_regions_stay_stale_when_their_slots_are_reused() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r1 = a.reserve(100, 1).unwrap();
+    let r2 = a.reserve(100, 1).unwrap();
+    let _r3 = a.reserve(100, 1).unwrap();
+    assert_eq!(a.release(r1.id), Ok(0));
+    assert_eq!(a.release(r2.id), Ok(0));
+    assert!(a.collect().is_empty());
+    assert_eq!(layout(&a), vec![(0, 200, 0), (200, 100, 1), (300, 724, 0)]);
+    let new: Vec<_> = (0..4).map(|_| a.reserve(40, 1).unwrap()).collect();
+    assert_eq!(
+        new.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        [0, 40, 80, 120]
+    );
+    for old in [r1.id, r2.id] {
+        assert!(
+            matches!(a.info(old), Err(RegionError::UnknownRegion(_))),
+            "{old}"
+        );
+    }
+    for r in &new {
+        assert!(a.info(r.id).unwrap().in_use);
+    }
+}
+
+#[test]
+fn a_size_seen_twice_while_the_cache_is_full_takes_the_oldest_class() {
+    let mut a = RegionAllocator::<u32>::new(1 << 20);
+    // 16 sizes cached, each region between two in use, so nothing merges.
+    let mut cached = Vec::new();
+    for i in 0..MAX_CACHED_SIZES as u64 {
+        cached.push(a.reserve(10 * (i + 1), 1).unwrap());
+        a.reserve(1, 1).unwrap();
+    }
+    // A plain region just before the first 1000, freed first.
+    let plain = a.reserve(50, 1).unwrap();
+    let mut more = Vec::new();
+    for size in [1000, 2000, 1000] {
+        more.push(a.reserve(size, 1).unwrap());
+        a.reserve(1, 1).unwrap();
+    }
+    assert_eq!(a.release(plain.id), Ok(0));
+    assert!(!a.info(plain.id).unwrap().in_use);
+    for (i, r) in cached.iter().enumerate() {
+        a.set_payload(r.id, 100 + i as u32).unwrap();
+        assert_eq!(a.release(r.id), Ok(0));
+    }
+    for (r, p) in more.iter().zip([1, 2, 3]) {
+        a.set_payload(r.id, p).unwrap();
+        assert_eq!(a.release(r.id), Ok(0));
+    }
+    // 1000 and 2000 are new while the cache is full: remembered, not cached. The
+    // second 1000 was remembered, so it is cached and the oldest size (10) goes.
+    let mut evicted = a.collect();
+    evicted.sort();
+    assert_eq!(evicted, vec![1, 2, 100]);
+    let again = a.reserve(1000, 1).unwrap();
+    assert_eq!(again.cached, Some(3));
+    // The first 1000, its payload evicted, merged into the plain region before it,
+    // whose handle is stale now.
+    assert!(matches!(
+        a.info(plain.id),
+        Err(RegionError::UnknownRegion(_))
+    ));
+    layout(&a);
+}
+
+#[test]
+fn a_cached_region_from_the_middle_of_its_size_class_is_unlinked() {
+    let mut a = RegionAllocator::<u32>::new(1024);
+    let r0 = a.reserve(100, 1).unwrap();
+    let r1 = a.reserve(100, 1).unwrap();
+    let r2 = a.reserve(100, 1).unwrap();
+    let _keep = a.reserve(1, 1).unwrap();
+    // Class 100 lists the last cached first: r2 (200), r1 (100), r0 (0).
+    for (r, p) in [(&r0, 0), (&r1, 1), (&r2, 2)] {
+        a.set_payload(r.id, p).unwrap();
+        assert_eq!(a.release(r.id), Ok(0));
+    }
+    // Only r0 is 256-aligned: it leaves the list from its end, r1 from the middle.
+    let got = a.reserve(100, 256).unwrap();
+    assert_eq!((got.offset, got.cached), (0, Some(0)));
+    let got = a.reserve(100, 4).unwrap();
+    assert_eq!((got.offset, got.cached), (200, Some(2)));
+    let got = a.reserve(100, 4).unwrap();
+    assert_eq!((got.offset, got.cached), (100, Some(1)));
+    layout(&a);
 }
