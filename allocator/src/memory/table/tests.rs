@@ -403,3 +403,49 @@ fn heap_budgets_are_read_written_and_bounded_by_the_heap() {
         "bad.yaml:5:50: heaps[0].budget: 4096 bytes is more than the heap's size (1024 bytes)"
     );
 }
+
+#[test]
+fn device_types_parse_from_their_names() {
+    for t in DeviceType::ALL {
+        assert_eq!(t.name().parse::<DeviceType>(), Ok(t));
+        assert_eq!(t.to_string(), t.name());
+    }
+    assert_eq!(
+        " Discrete_GPU ".parse::<DeviceType>(),
+        Ok(DeviceType::DiscreteGpu)
+    );
+    assert_eq!("CPU".parse::<DeviceType>(), Ok(DeviceType::Cpu));
+    let e = "gpu".parse::<DeviceType>().unwrap_err();
+    assert!(e.starts_with("unknown device type 'gpu'"), "{e}");
+}
+
+#[test]
+fn vulkan_limits_on_heaps_and_types_hold_at_their_bounds() {
+    let mut t = device("nvidia-h200");
+    let host = MemoryType {
+        heap: 1,
+        flags: F::HOST_VISIBLE | F::HOST_COHERENT,
+    };
+    t.types.resize(MAX_MEMORY_TYPES, host);
+    t.validate("t").unwrap_or_else(|e| panic!("{e}"));
+    t.types.push(host);
+    let e = t.validate("t").unwrap_err().to_string();
+    assert!(e.contains("33 types, but Vulkan allows at most 32"), "{e}");
+    t.types.pop();
+    let spare = MemoryHeap {
+        size: 1 << 20,
+        flags: vk::MemoryHeapFlags::empty(),
+        budget: None,
+    };
+    t.heaps.resize(MAX_MEMORY_HEAPS, spare);
+    t.validate("t").unwrap_or_else(|e| panic!("{e}"));
+    t.heaps.push(spare);
+    let e = t.validate("t").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("17 heaps, but Vulkan allows at most 16"),
+        "{e}"
+    );
+    // Where: an invalid table names its origin; one that cannot be read has no place.
+    assert_eq!(e.place().map(|p| p.to_string()), Some("t".to_string()));
+}
