@@ -449,3 +449,20 @@ fn vulkan_limits_on_heaps_and_types_hold_at_their_bounds() {
     // Where: an invalid table names its origin; one that cannot be read has no place.
     assert_eq!(e.place().map(|p| p.to_string()), Some("t".to_string()));
 }
+
+#[test]
+fn a_budget_equal_to_its_heap_and_wrong_yaml_types_are_handled() {
+    let types = "  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n";
+    let src = with_types(types).replace(
+        "size: 2048, flags: []",
+        "size: 2048, flags: [], budget: 2048",
+    );
+    let t = MemoryTable::from_yaml_str(&src, "t").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(t.heaps[1].budget, Some(2048));
+    // A list where a mask belongs: the message says what was expected.
+    let e = error(&format!(
+        "{}buffer_memory_type_bits: [1]\n",
+        with_types(types)
+    ));
+    assert!(e.contains("a 32-bit mask, e.g. 31 or 0x1f"), "{e}");
+}
