@@ -1,27 +1,13 @@
 //! Control steps that run on a device: `threads` with a thread variable,
 //! `repeat` without a variable, and `expect_concurrent` both ways.
 
-use vkcopy_suite::exec;
+mod common;
+
 use vkcopy_suite::outcome::{Outcome, Status};
-use vkcopy_suite::plan;
 use vkcopy_suite::rt::ContextOptions;
-use vkcopy_suite::suite::probe;
 
 fn run(case: &str) -> Option<Outcome> {
-    let options = ContextOptions::from_env().unwrap();
-    match probe(&options).unwrap_or_else(|e| panic!("cannot create a context: {e}")) {
-        Ok(_) => {}
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("no Vulkan device: {e}"),
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("case.yaml");
-    std::fs::write(&path, case).unwrap();
-    let plan = plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
-    Some(exec::run(&plan, &options))
+    common::run_case("case.yaml", case, &ContextOptions::from_env().unwrap())
 }
 
 #[test]

@@ -1,11 +1,10 @@
 //! Speed thresholds of `measure` steps: held without the validation layer,
 //! reported and not held under it (its cost per call is part of every time).
 
-use vkcopy_suite::exec;
+mod common;
+
 use vkcopy_suite::outcome::{Outcome, Status};
-use vkcopy_suite::plan;
 use vkcopy_suite::rt::ContextOptions;
-use vkcopy_suite::suite::probe;
 
 /// A case no device can pass on speed: 1 MiB readback at 1e6 GB/s, and at
 /// 1000x a host memcpy.
@@ -26,19 +25,7 @@ fn run(validation: bool) -> Option<Outcome> {
         validation,
         ..ContextOptions::from_env().unwrap()
     };
-    match probe(&options).unwrap_or_else(|e| panic!("cannot create a context: {e}")) {
-        Ok(_) => {}
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("no Vulkan device: {e}"),
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("too_fast.yaml");
-    std::fs::write(&path, CASE).unwrap();
-    let plan = plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
-    Some(exec::run(&plan, &options))
+    common::run_case("too_fast.yaml", CASE, &options)
 }
 
 #[test]
