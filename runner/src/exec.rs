@@ -24,6 +24,11 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
         }
         PlanKind::Runtime(r) => r,
     };
+    match crate::halide::selected() {
+        Ok(None) => {}
+        Ok(Some(path)) => return crate::halide::run(plan, r, &path),
+        Err(m) => return Outcome::new(Status::Fail, m, start.elapsed()),
+    }
     let mut options = options.clone();
     if r.simulate_memory.is_some() {
         options.simulate_memory = r.simulate_memory.clone();

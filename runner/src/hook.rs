@@ -1,7 +1,8 @@
 //! A test hook that makes a worker misbehave on chosen cases, so that the
 //! runner's `crash`, `timeout` and `flake` handling can be tested through the
-//! real binary. Debug builds only (what `cargo test` builds); release builds
-//! ignore the variable.
+//! real binary. Built into debug builds (what `cargo test` builds) and into any
+//! build with the feature `test-hook`; other builds ignore the variable
+//! ([`BUILT`] says which).
 //!
 //! `VKCOPY_SUITE_TEST_HOOK=ACTION:GLOB[,ACTION:GLOB...]`, ACTION one of `panic`,
 //! `abort`, `hang` (sleeps for a day), `flake` (the first attempt in the worker
@@ -14,10 +15,13 @@ use crate::outcome::Outcome;
 /// The variable's name.
 pub const VAR: &str = "VKCOPY_SUITE_TEST_HOOK";
 
+/// Whether this build reads [`VAR`].
+pub const BUILT: bool = cfg!(any(debug_assertions, feature = "test-hook"));
+
 /// What the hook does for the case `name` before it runs: nothing (`None`), a
 /// failed outcome, or it panics, aborts or hangs.
 pub fn before(name: &str) -> Option<Outcome> {
-    if !cfg!(debug_assertions) {
+    if !BUILT {
         return None;
     }
     let spec = std::env::var(VAR).ok()?;

@@ -16,6 +16,7 @@ pub mod exec;
 pub mod expectations;
 pub mod explain;
 pub mod files;
+pub mod halide;
 pub mod hook;
 pub mod names;
 pub mod outcome;

@@ -181,6 +181,11 @@ struct RunArgs {
     /// Memory-type selection policy: vkcopy, halide or halide-legacy.
     #[arg(long)]
     policy: Option<Policy>,
+    /// The runtime under test: vkcopy (default), halide:VERSION (a Halide
+    /// release's runtime built by scripts/halide-runtime.sh VERSION) or
+    /// halide:PATH (a Halide runtime library); as VKCOPY_RUNTIME.
+    #[arg(long, value_name = "RUNTIME")]
+    runtime: Option<String>,
     /// The cases folder.
     #[arg(long)]
     cases: Option<PathBuf>,
@@ -209,12 +214,16 @@ fn env_help() -> String {
     let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
     vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
     vars.push((
+        vkcopy_suite::halide::VAR,
+        "the runtime under test: vkcopy, or halide:PATH (as --runtime)",
+    ));
+    vars.push((
         "CI",
         "when set, `cargo test` fails the device cases without a Vulkan device",
     ));
     vars.push((
         vkcopy_suite::hook::VAR,
-        "debug builds only, for the runner's tests: ACTION:GLOB,... with ACTION panic, abort, hang or flake",
+        "debug builds or feature test-hook, for the runner's tests: ACTION:GLOB,... with ACTION panic, abort, hang or flake",
     ));
     let mut text = "Environment (workers inherit it):\n".to_owned();
     for (name, what) in vars {
@@ -637,6 +646,26 @@ fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let root = args.cases.clone().unwrap_or_else(cases_root);
+    if let Some(r) = &args.runtime {
+        match vkcopy_suite::halide::resolve(r, &root.join("..")) {
+            // The workers and the suite read the choice from the environment.
+            Ok(Some(lib)) => std::env::set_var(
+                vkcopy_suite::halide::VAR,
+                format!("halide:{}", lib.display()),
+            ),
+            Ok(None) => std::env::remove_var(vkcopy_suite::halide::VAR),
+            Err(e) => return fail(format!("--runtime {e}")),
+        }
+    }
+    match vkcopy_suite::halide::selected() {
+        Ok(Some(lib)) => out!(
+            "runtime: Halide {} ({})",
+            vkcopy_suite::halide::label(&lib),
+            lib.display()
+        ),
+        Ok(None) => {}
+        Err(e) => return fail(e),
+    }
     for f in vkcopy_suite::discover::misnamed_files(&root) {
         eprintln!(
             "warning: {}: not run: the suite reads only *.yaml files; rename it to .yaml",

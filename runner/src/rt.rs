@@ -2,7 +2,9 @@
 //! their module paths is an edit of this file only.
 
 pub use vkcopy::memory::policy::{MemoryCaching, MemoryUsage, MemoryVisibility};
-pub use vkcopy::memory::table::{heap_flags_name, parse_property_flag, property_flags_name};
+pub use vkcopy::memory::table::{
+    backing_types, heap_flags_name, parse_property_flag, property_flags_name, MemoryType,
+};
 pub use vkcopy::types::{box_text, dense_dims, span_bytes};
 pub use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim, ElemType, Emulate,

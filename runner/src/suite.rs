@@ -72,6 +72,13 @@ pub struct Config {
 /// than the default.
 pub fn default_expectations(cases: &Path, device: &str, policy: Policy) -> Vec<PathBuf> {
     let dir = cases.join("../reports/expectations");
+    // Halide's runtime has its own failures, the same on every device.
+    if let Ok(Some(lib)) = crate::halide::selected() {
+        return vec![dir.join(format!(
+            "runtime-halide-{}.yaml",
+            crate::halide::label(&lib)
+        ))];
+    }
     let mut files = vec![dir.join(format!("{}.yaml", device_slug(device)))];
     if policy != Policy::default() {
         files.push(dir.join(format!("policy-{policy}.yaml")));
@@ -263,6 +270,17 @@ impl Suite {
     }
 
     fn decide_plan(&self, plan: CasePlan) -> Decision {
+        if let Ok(Some(_)) = crate::halide::selected() {
+            let needs = match &plan.kind {
+                crate::plan::PlanKind::Runtime(r) => crate::halide::exec::needs(r),
+                crate::plan::PlanKind::Selection(_) => {
+                    Some("vkcopy's memory-type policy (a selection case)".to_owned())
+                }
+            };
+            if let Some(what) = needs {
+                return Decision::Skip(format!("needs {what}, which Halide's runtime lacks"));
+            }
+        }
         if !plan.needs_device() {
             return Decision::Run(Box::new(plan));
         }
@@ -340,7 +358,10 @@ impl Suite {
                 .as_ref()
                 .map(|d| d.record.clone())
                 .unwrap_or_default(),
-            policy: self.options.policy.to_string(),
+            policy: match crate::halide::selected() {
+                Ok(Some(lib)) => format!("halide-runtime-{}", crate::halide::label(&lib)),
+                _ => self.options.policy.to_string(),
+            },
             simulated_memory: self
                 .options
                 .simulate_memory

@@ -60,6 +60,36 @@ pub(super) const PROPERTY_FLAGS: [(&str, u32); 9] = {
     ]
 };
 
+/// The real memory type that stands in for each type of a `simulated` table on a
+/// device with `real` types: the first real type with at least its
+/// host-visible/coherent/cached/device-local flags, else the first host-visible
+/// coherent type for a host-visible simulated type, else type 0. Any runtime
+/// simulated over the real driver (vkcopy's, or Halide's through interposed
+/// entry points) maps types the same way.
+pub fn backing_types(real: &[MemoryType], simulated: &MemoryTable) -> Vec<u32> {
+    let relevant = vk::MemoryPropertyFlags::DEVICE_LOCAL
+        | vk::MemoryPropertyFlags::HOST_VISIBLE
+        | vk::MemoryPropertyFlags::HOST_COHERENT
+        | vk::MemoryPropertyFlags::HOST_CACHED;
+    let hv = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    simulated
+        .types
+        .iter()
+        .map(|t| {
+            let want = t.flags & relevant;
+            real.iter()
+                .position(|r| r.flags.contains(want))
+                .or_else(|| {
+                    real.iter().position(|r| {
+                        !want.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
+                            || r.flags.contains(hv)
+                    })
+                })
+                .unwrap_or(0) as u32
+        })
+        .collect()
+}
+
 /// The heap flags a table may name, in the order [`heap_flags_name`] writes them.
 pub(super) const HEAP_FLAGS: [(&str, u32); 2] = [
     ("DEVICE_LOCAL", vk::MemoryHeapFlags::DEVICE_LOCAL.as_raw()),
@@ -78,13 +108,13 @@ pub enum DeviceType {
     /// A software rasterizer on the CPU (lavapipe, SwiftShader).
     Cpu,
     /// A GPU sharing memory with the CPU.
-    #[cfg_attr(feature = "yaml", serde(alias = "integrated-gpu"))]
+    #[cfg_attr(feature = "yaml", serde(alias = "integrated_gpu"))]
     IntegratedGpu,
     /// A GPU with its own memory across PCIe.
-    #[cfg_attr(feature = "yaml", serde(alias = "discrete-gpu"))]
+    #[cfg_attr(feature = "yaml", serde(alias = "discrete_gpu"))]
     DiscreteGpu,
     /// A GPU behind a virtualization layer.
-    #[cfg_attr(feature = "yaml", serde(alias = "virtual-gpu"))]
+    #[cfg_attr(feature = "yaml", serde(alias = "virtual_gpu"))]
     VirtualGpu,
     /// Anything else.
     Other,

@@ -12,8 +12,6 @@ use {crate::memory::table::MemoryTable, std::ptr::NonNull};
 mod on {
     use std::ptr::NonNull;
 
-    use ash::vk;
-
     use crate::memory::table::MemoryTable;
 
     /// How a simulated table maps onto the real device.
@@ -55,32 +53,9 @@ mod on {
         }
     }
 
-    /// The real type that stands in for a simulated one: the first real type that
-    /// has at least its host-visible/coherent/cached/device-local flags, else the
-    /// first host-visible coherent type for a host-visible simulated type, else type 0.
+    /// The real type that stands in for each simulated one.
     pub(crate) fn backing_types(real: &MemoryTable, simulated: &MemoryTable) -> Vec<u32> {
-        let relevant = vk::MemoryPropertyFlags::DEVICE_LOCAL
-            | vk::MemoryPropertyFlags::HOST_VISIBLE
-            | vk::MemoryPropertyFlags::HOST_COHERENT
-            | vk::MemoryPropertyFlags::HOST_CACHED;
-        let hv = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        simulated
-            .types
-            .iter()
-            .map(|t| {
-                let want = t.flags & relevant;
-                real.types
-                    .iter()
-                    .position(|r| r.flags.contains(want))
-                    .or_else(|| {
-                        real.types.iter().position(|r| {
-                            !want.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
-                                || r.flags.contains(hv)
-                        })
-                    })
-                    .unwrap_or(0) as u32
-            })
-            .collect()
+        crate::memory::table::backing_types(&real.types, simulated)
     }
 
     /// The host's view of a simulated non-coherent region: `cache` is what the CPU

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::rt::{parse_property_flag, Expr, MemoryPropertyFlags, Role, COUNTER_NAMES};
+use crate::rt::{parse_property_flag, Buffer, Expr, MemoryPropertyFlags, Role, COUNTER_NAMES};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
@@ -265,7 +265,15 @@ fn expect(
     value: &Expr,
     region: Option<&(Vec<i64>, Vec<i64>)>,
 ) -> Result<(), StepError> {
-    let whole = s.get(buffer)?;
+    expect_in(s.get(buffer)?, value, region)
+}
+
+/// Checks the host values of `whole` (within `region`, clipped to it) against `value`.
+pub fn expect_in(
+    whole: &Buffer,
+    value: &Expr,
+    region: Option<&(Vec<i64>, Vec<i64>)>,
+) -> Result<(), StepError> {
     let part;
     let b = match region {
         None => whole,

@@ -503,17 +503,62 @@ fn add_device(
 
 /// `out(c) = sum of inputs(c) + value(c)` on the host. Values are read first and
 /// written after, so an input may share memory with `out`.
+/// `value` (0 without one) plus every input at each element of `o`, in the
+/// order of `o`'s elements: a host add, also the reference for device adds.
+pub fn add_sums(
+    o: &Buffer,
+    inputs: &[&Buffer],
+    value: Option<&Expr>,
+) -> Result<Vec<i64>, StepError> {
+    let value = value.map(|v| v.compile());
+    let mut sums = Vec::new();
+    let mut readers = Vec::new();
+    for b in inputs {
+        let h = b
+            .host_view()
+            .ok_or_else(|| StepError::Runtime(Error::HostIsNull(b.name().to_owned())))?;
+        readers.push((
+            *b,
+            h.memory.read().unwrap_or_else(|p| p.into_inner()),
+            h.offset,
+        ));
+    }
+    let mut outside = None;
+    o.for_each_element(|c, _| {
+        let mut v = value.as_ref().map_or(0, |f| f.eval(c));
+        for (b, mem, base) in &readers {
+            match b.offset_of(c) {
+                Some(off) => {
+                    let at = base + off as usize * b.elem().bytes();
+                    v = v.wrapping_add(match b.elem().load(&mem[at..]) {
+                        Value::Int(i) => i,
+                        Value::Float(f) => f as i64,
+                    });
+                }
+                None => {
+                    if outside.is_none() {
+                        outside = Some(format!("{c:?} is outside input {}", b.name()));
+                    }
+                }
+            }
+        }
+        sums.push(v);
+    });
+    if let Some(m) = outside {
+        return Err(StepError::Check(format!("add_host: {m}")));
+    }
+    Ok(sums)
+}
+
 fn add_host(
     s: &mut State,
     out: usize,
     inputs: &[usize],
     value: Option<&Expr>,
 ) -> Result<(), StepError> {
-    let value = value.map(|v| v.compile());
-    let mut sums = Vec::new();
-    {
+    let sums = {
         let o = s.get(out)?;
-        let mut readers = Vec::new();
+        let mut ins = Vec::new();
         for &i in inputs {
             let b = s.get(i)?;
             if b.device_dirty {
@@ -522,40 +567,10 @@ fn add_host(
                     b.name()
                 )));
             }
-            let h = b
-                .host_view()
-                .ok_or_else(|| StepError::Runtime(Error::HostIsNull(b.name().to_owned())))?;
-            readers.push((
-                b,
-                h.memory.read().unwrap_or_else(|p| p.into_inner()),
-                h.offset,
-            ));
+            ins.push(b);
         }
-        let mut outside = None;
-        o.for_each_element(|c, _| {
-            let mut v = value.as_ref().map_or(0, |f| f.eval(c));
-            for (b, mem, base) in &readers {
-                match b.offset_of(c) {
-                    Some(off) => {
-                        let at = base + off as usize * b.elem().bytes();
-                        v = v.wrapping_add(match b.elem().load(&mem[at..]) {
-                            Value::Int(i) => i,
-                            Value::Float(f) => f as i64,
-                        });
-                    }
-                    None => {
-                        if outside.is_none() {
-                            outside = Some(format!("{c:?} is outside input {}", b.name()));
-                        }
-                    }
-                }
-            }
-            sums.push(v);
-        });
-        if let Some(m) = outside {
-            return Err(StepError::Check(format!("add_host: {m}")));
-        }
-    }
+        add_sums(o, &ins, value)?
+    };
     let o = s.get_mut(out)?;
     let mut next = sums.into_iter();
     o.fill(|_| next.next().unwrap_or(0))

@@ -466,3 +466,22 @@ fn a_budget_equal_to_its_heap_and_wrong_yaml_types_are_handled() {
     ));
     assert!(e.contains("a 32-bit mask, e.g. 31 or 0x1f"), "{e}");
 }
+
+#[test]
+fn tables_take_every_documented_device_type_spelling() {
+    for (spelling, expected) in [
+        ("cpu", DeviceType::Cpu),
+        ("integrated-gpu", DeviceType::IntegratedGpu),
+        ("integrated_gpu", DeviceType::IntegratedGpu),
+        ("discrete-gpu", DeviceType::DiscreteGpu),
+        ("discrete_gpu", DeviceType::DiscreteGpu),
+        ("virtual-gpu", DeviceType::VirtualGpu),
+        ("virtual_gpu", DeviceType::VirtualGpu),
+        ("other", DeviceType::Other),
+    ] {
+        let src = with_types("  - { heap: 0, flags: [DEVICE_LOCAL] }\n  - { heap: 1, flags: [HOST_VISIBLE, HOST_COHERENT] }\n")
+            .replace("device_type: discrete-gpu", &format!("device_type: {spelling}"));
+        let t = MemoryTable::from_yaml_str(&src, "t").unwrap_or_else(|e| panic!("{spelling}: {e}"));
+        assert_eq!(t.device_type, expected, "{spelling}");
+    }
+}

@@ -1,0 +1,216 @@
+//! Halide's C ABI (`HalideRuntime.h`, `HalideRuntimeVulkan.h`), written by hand
+//! for the few types and entry points the suite calls, and the runtime library
+//! that exports them, loaded once per process.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// `halide_type_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HalideType {
+    pub code: u8,
+    pub bits: u8,
+    pub lanes: u16,
+}
+
+/// `halide_dimension_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HalideDimension {
+    pub min: i32,
+    pub extent: i32,
+    pub stride: i32,
+    pub flags: u32,
+}
+
+/// `halide_buffer_t`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct HalideBuffer {
+    pub device: u64,
+    pub device_interface: *const c_void,
+    pub host: *mut u8,
+    pub flags: u64,
+    pub ty: HalideType,
+    pub dimensions: i32,
+    pub dim: *mut HalideDimension,
+    pub padding: *mut c_void,
+}
+
+/// `halide_buffer_flag_host_dirty`.
+pub const HOST_DIRTY: u64 = 1;
+/// `halide_buffer_flag_device_dirty`.
+pub const DEVICE_DIRTY: u64 = 2;
+
+type Interface = unsafe extern "C" fn() -> *const c_void;
+type Malloc = unsafe extern "C" fn(*mut c_void, *mut HalideBuffer, *const c_void) -> c_int;
+type OneBuffer = unsafe extern "C" fn(*mut c_void, *mut HalideBuffer) -> c_int;
+type BufferCopy =
+    unsafe extern "C" fn(*mut c_void, *mut HalideBuffer, *const c_void, *mut HalideBuffer) -> c_int;
+type Crop = unsafe extern "C" fn(*mut c_void, *const HalideBuffer, *mut HalideBuffer) -> c_int;
+type Slice = unsafe extern "C" fn(
+    *mut c_void,
+    *const HalideBuffer,
+    c_int,
+    c_int,
+    *mut HalideBuffer,
+) -> c_int;
+type Release = unsafe extern "C" fn(*mut c_void, *const c_void);
+type Reuse = unsafe extern "C" fn(*mut c_void, bool) -> c_int;
+pub type ErrorHandler = unsafe extern "C" fn(*mut c_void, *const c_char);
+type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
+type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
+pub type GetLibrarySymbol = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibrarySymbol;
+type SetNames = unsafe extern "C" fn(*const c_char);
+
+/// The entry points of one Halide runtime library.
+pub struct Library {
+    _lib: libloading::Library,
+    pub vulkan: *const c_void,
+    pub device_malloc: Malloc,
+    pub device_free: OneBuffer,
+    pub copy_to_device: Malloc,
+    pub copy_to_host: OneBuffer,
+    pub buffer_copy: BufferCopy,
+    pub device_crop: Crop,
+    pub device_slice: Slice,
+    pub device_release_crop: OneBuffer,
+    pub device_release: Release,
+    pub reuse_device_allocations: Reuse,
+    set_error_handler: SetErrorHandler,
+    set_custom_print: SetPrint,
+    set_get_library_symbol: SetGetLibrarySymbol,
+    set_layer_names: SetNames,
+    /// Where it was loaded from, for messages.
+    pub path: String,
+}
+
+// SAFETY: the pointers are a static interface table and function pointers of a
+// library that stays loaded for the process.
+unsafe impl Send for Library {}
+// SAFETY: as above; the runner calls the runtime from one thread at a time.
+unsafe impl Sync for Library {}
+
+static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
+
+/// The runtime library at `path`, loaded on first use. A process holds one
+/// Halide runtime (its state is global), so a later call with another path is
+/// an error.
+pub fn library(path: &Path) -> Result<&'static Library, String> {
+    let lib = LOADED.get_or_init(|| load(path)).as_ref()?;
+    if Path::new(&lib.path) != path {
+        return Err(format!(
+            "this process already runs Halide's runtime from {}; one runtime per process",
+            lib.path
+        ));
+    }
+    Ok(lib)
+}
+
+fn load(path: &Path) -> Result<Library, String> {
+    let shown = path.display().to_string();
+    // SAFETY: loading runs the library's initializers; a Halide runtime has
+    // none beyond static data.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| format!("cannot load Halide's runtime {shown}: {e}"))?;
+    macro_rules! sym {
+        ($name:literal) => {
+            // SAFETY: the symbol's type is the one `HalideRuntime*.h` declares.
+            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                .map_err(|e| format!("{shown}: no {}: {e}", $name))?
+        };
+    }
+    let interface: Interface = sym!("halide_vulkan_device_interface");
+    // SAFETY: returns a pointer to a static table.
+    let vulkan = unsafe { interface() };
+    let l = Library {
+        vulkan,
+        device_malloc: sym!("halide_device_malloc"),
+        device_free: sym!("halide_device_free"),
+        copy_to_device: sym!("halide_copy_to_device"),
+        copy_to_host: sym!("halide_copy_to_host"),
+        buffer_copy: sym!("halide_buffer_copy"),
+        device_crop: sym!("halide_device_crop"),
+        device_slice: sym!("halide_device_slice"),
+        device_release_crop: sym!("halide_device_release_crop"),
+        device_release: sym!("halide_device_release"),
+        reuse_device_allocations: sym!("halide_reuse_device_allocations"),
+        set_error_handler: sym!("halide_set_error_handler"),
+        set_custom_print: sym!("halide_set_custom_print"),
+        set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
+        set_layer_names: sym!("halide_vulkan_set_layer_names"),
+        path: shown,
+        _lib: lib,
+    };
+    // SAFETY: the handlers are `extern "C"` functions of the right types that
+    // live for the process.
+    unsafe {
+        (l.set_error_handler)(on_error);
+        (l.set_custom_print)(on_print);
+        (l.set_get_library_symbol)(super::shim::get_library_symbol);
+    }
+    Ok(l)
+}
+
+impl Library {
+    /// The Vulkan layers Halide enables on the instance it creates next.
+    pub fn set_layers(&self, names: &CStr) {
+        // SAFETY: Halide copies the string.
+        unsafe { (self.set_layer_names)(names.as_ptr()) }
+    }
+}
+
+static MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// What `halide_error` reported since the last call.
+pub fn take_errors() -> Vec<String> {
+    std::mem::take(&mut *MESSAGES.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+unsafe extern "C" fn on_error(_user_context: *mut c_void, msg: *const c_char) {
+    if msg.is_null() {
+        return;
+    }
+    // SAFETY: Halide passes a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(msg) }.to_string_lossy();
+    MESSAGES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(text.trim().to_owned());
+}
+
+/// Halide's prints (debug runtimes, warnings) go to stderr, as its default does.
+unsafe extern "C" fn on_print(_user_context: *mut c_void, msg: *const c_char) {
+    if !msg.is_null() {
+        // SAFETY: Halide passes a NUL-terminated string.
+        eprint!("{}", unsafe { CStr::from_ptr(msg) }.to_string_lossy());
+    }
+}
+
+/// The name of a Halide error code, as `expect_error` names errors (vkcopy's
+/// names where the two runtimes mean the same).
+pub fn error_name(code: c_int) -> &'static str {
+    match code {
+        -11 => "out_of_memory",
+        -14 => "copy_to_host_failed",
+        -15 => "copy_to_device_failed",
+        -16 => "device_malloc_failed",
+        -17 => "device_sync_failed",
+        -18 => "device_free_failed",
+        -19 => "no_device_interface",
+        -34 => "host_is_null",
+        -36 => "no_device_allocation",
+        -37 => "both_dirty",
+        -38 => "buffer_is_null",
+        -39 => "device_buffer_copy_failed",
+        -40 => "device_crop_unsupported",
+        -41 => "device_crop_failed",
+        -42 => "incompatible_device_interface",
+        -43 => "bad_dimensions",
+        -44 => "device_dirty",
+        _ => "halide_error",
+    }
+}

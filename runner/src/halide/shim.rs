@@ -1,0 +1,609 @@
+//! Vulkan entry points between Halide's runtime and the real driver.
+//!
+//! Halide resolves `vkGetInstanceProcAddr` through `halide_get_library_symbol`,
+//! which the suite replaces, and every other entry point through that; so the
+//! suite sees each memory allocation, buffer and mapping Halide makes. That gives
+//! leak accounting and placements (which memory type each role landed in), and
+//! with a recorded table it presents the table to Halide and backs each of its
+//! types with a real one, as vkcopy's simulation does. Under a table it also
+//! records what a real driver of that table would refuse: a buffer bound to a
+//! type outside its `memoryTypeBits`, a heap over its size, and non-coherent
+//! memory read or written without an invalidate or flush.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::outcome::PlacementRecord;
+use crate::rt::{property_flags_name, vk, DeviceType, MemoryTable, Role};
+
+/// The real loader, opened once.
+struct Loader {
+    lib: libloading::Library,
+    gipa: vk::PFN_vkGetInstanceProcAddr,
+}
+
+fn loader() -> Option<&'static Loader> {
+    static LOADER: OnceLock<Option<Loader>> = OnceLock::new();
+    LOADER
+        .get_or_init(|| {
+            let name =
+                std::env::var("HL_VK_LOADER_LIB").unwrap_or_else(|_| "libvulkan.so.1".into());
+            // SAFETY: the Vulkan loader's initializers are safe to run.
+            let lib = unsafe { libloading::Library::new(name) }.ok()?;
+            // SAFETY: `vkGetInstanceProcAddr` has this type in every loader.
+            let gipa =
+                *unsafe { lib.get::<vk::PFN_vkGetInstanceProcAddr>(b"vkGetInstanceProcAddr\0") }
+                    .ok()?;
+            Some(Loader { lib, gipa })
+        })
+        .as_ref()
+}
+
+/// A memory allocation Halide made.
+struct Memory {
+    /// The type Halide asked for (the table's, when one is simulated).
+    ty: u32,
+    size: u64,
+}
+
+/// What the shim saw since the case began.
+#[derive(Default)]
+struct Seen {
+    /// The simulated table and the real type behind each of its types.
+    table: Option<(MemoryTable, Vec<u32>)>,
+    /// Real entry points by name.
+    real: HashMap<String, usize>,
+    memories: HashMap<u64, Memory>,
+    /// Buffers: the type bits Halide was told they may use, and their size.
+    buffers: HashMap<u64, (u32, u64)>,
+    mappings: u64,
+    heap_used: Vec<u64>,
+    role: Option<Role>,
+    fallbacks: u32,
+    placements: Vec<PlacementRecord>,
+    findings: Vec<String>,
+    /// In the current step: non-coherent memory mapped, and flushes/invalidates.
+    noncoherent_maps: u32,
+    flushes: u32,
+    invalidates: u32,
+    device_type: Option<DeviceType>,
+    /// The real memory types, read once.
+    real_types: Vec<crate::rt::MemoryType>,
+}
+
+fn seen() -> MutexGuard<'static, Seen> {
+    static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
+    SEEN.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts a case: `table` is presented to Halide from the next instance on.
+pub fn begin_case(table: Option<&MemoryTable>) {
+    let mut s = seen();
+    let real = std::mem::take(&mut s.real);
+    let device_type = s.device_type;
+    *s = Seen {
+        real,
+        device_type,
+        ..Seen::default()
+    };
+    s.table = table.map(|t| (t.clone(), Vec::new()));
+    s.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
+}
+
+/// Counts of what Halide holds now.
+pub struct Live {
+    pub memories: u64,
+    pub memory_bytes: u64,
+    pub buffers: u64,
+    pub mappings: u64,
+}
+
+pub fn live() -> Live {
+    let s = seen();
+    Live {
+        memories: s.memories.len() as u64,
+        memory_bytes: s.memories.values().map(|m| m.size).sum(),
+        buffers: s.buffers.len() as u64,
+        mappings: s.mappings,
+    }
+}
+
+/// Starts a step whose buffer bindings are placements of `role`.
+pub fn begin_step(role: Option<Role>) {
+    let mut s = seen();
+    s.role = role;
+    s.fallbacks = 0;
+    s.noncoherent_maps = 0;
+    s.flushes = 0;
+    s.invalidates = 0;
+}
+
+/// Ends a copy step: non-coherent memory the host read without an invalidate,
+/// or wrote without a flush, is a finding.
+pub fn end_step(step: &str) {
+    let mut s = seen();
+    if s.noncoherent_maps > 0 {
+        let missing = match s.role {
+            Some(Role::Readback) if s.invalidates == 0 => Some("vkInvalidateMappedMemoryRanges"),
+            Some(Role::Upload) if s.flushes == 0 => Some("vkFlushMappedMemoryRanges"),
+            _ => None,
+        };
+        if let Some(call) = missing {
+            s.findings.push(format!(
+                "{step}: mapped non-coherent memory without {call}: a real driver of this table may show stale data"
+            ));
+        }
+    }
+    s.role = None;
+}
+
+pub fn placements() -> Vec<PlacementRecord> {
+    seen().placements.clone()
+}
+
+pub fn take_findings() -> Vec<String> {
+    std::mem::take(&mut seen().findings)
+}
+
+/// The device type Halide's instance reported, once it made one.
+pub fn device_type() -> Option<DeviceType> {
+    seen().device_type
+}
+
+/// The table presented to Halide, for messages.
+pub fn describe_type(ty: u32) -> String {
+    match &seen().table {
+        Some((t, _)) => t.describe_type(ty),
+        None => format!("type {ty}"),
+    }
+}
+
+fn real<F: Copy>(name: &str) -> Option<F> {
+    let p = *seen().real.get(name)?;
+    // SAFETY: stored from the loader under this name, so of this function type;
+    // function pointers and usize have the same size.
+    Some(unsafe { std::mem::transmute_copy::<usize, F>(&p) })
+}
+
+/// Replaces `halide_get_library_symbol`: hands out the suite's
+/// `vkGetInstanceProcAddr`, and the real symbol for everything else.
+///
+/// # Safety
+/// `name` is a NUL-terminated string and `lib` null or a `dlopen` handle, as
+/// Halide passes them.
+pub unsafe extern "C" fn get_library_symbol(lib: *mut c_void, name: *const c_char) -> *mut c_void {
+    // SAFETY: Halide passes a NUL-terminated name.
+    let n = unsafe { CStr::from_ptr(name) };
+    let found = if lib.is_null() {
+        loader().and_then(|l| {
+            // SAFETY: a lookup by name; the caller casts to the symbol's type.
+            unsafe { l.lib.get::<*mut c_void>(n.to_bytes_with_nul()) }
+                .ok()
+                .map(|s| *s)
+        })
+    } else {
+        // SAFETY: `lib` is a handle from Halide's `dlopen`.
+        Some(unsafe { libc::dlsym(lib, name) })
+    };
+    let Some(found) = found.filter(|f| !f.is_null()) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: a non-null entry point of the loader.
+    let f = Some(unsafe { std::mem::transmute::<*mut c_void, unsafe extern "system" fn()>(found) });
+    match remember(n, f) {
+        Some(ours) if ours as usize != found as usize => ours as *mut c_void,
+        _ => found,
+    }
+}
+
+/// The suite's entry point for `name`, or None to hand out the real one.
+fn ours(name: &[u8]) -> Option<*mut c_void> {
+    Some(match name {
+        b"vkGetInstanceProcAddr" => get_instance_proc_addr as *mut c_void,
+        b"vkGetDeviceProcAddr" => get_device_proc_addr as *mut c_void,
+        b"vkGetPhysicalDeviceProperties" => get_physical_device_properties as *mut c_void,
+        b"vkGetPhysicalDeviceMemoryProperties" => get_memory_properties as *mut c_void,
+        b"vkGetPhysicalDeviceMemoryProperties2" | b"vkGetPhysicalDeviceMemoryProperties2KHR" => {
+            get_memory_properties2 as *mut c_void
+        }
+        b"vkAllocateMemory" => allocate_memory as *mut c_void,
+        b"vkFreeMemory" => free_memory as *mut c_void,
+        b"vkCreateBuffer" => create_buffer as *mut c_void,
+        b"vkDestroyBuffer" => destroy_buffer as *mut c_void,
+        b"vkGetBufferMemoryRequirements" => get_buffer_memory_requirements as *mut c_void,
+        b"vkBindBufferMemory" => bind_buffer_memory as *mut c_void,
+        b"vkMapMemory" => map_memory as *mut c_void,
+        b"vkUnmapMemory" => unmap_memory as *mut c_void,
+        b"vkFlushMappedMemoryRanges" => flush_ranges as *mut c_void,
+        b"vkInvalidateMappedMemoryRanges" => invalidate_ranges as *mut c_void,
+        _ => return None,
+    })
+}
+
+unsafe extern "system" fn get_instance_proc_addr(
+    instance: vk::Instance,
+    name: *const c_char,
+) -> vk::PFN_vkVoidFunction {
+    let l = loader()?;
+    // SAFETY: forwarded as Halide called it.
+    let f = unsafe { (l.gipa)(instance, name) };
+    // SAFETY: a NUL-terminated name.
+    let n = unsafe { CStr::from_ptr(name) };
+    remember(n, f)
+}
+
+unsafe extern "system" fn get_device_proc_addr(
+    device: vk::Device,
+    name: *const c_char,
+) -> vk::PFN_vkVoidFunction {
+    let gdpa = real::<vk::PFN_vkGetDeviceProcAddr>("vkGetDeviceProcAddr")?;
+    // SAFETY: forwarded as Halide called it.
+    let f = unsafe { gdpa(device, name) };
+    // SAFETY: a NUL-terminated name.
+    let n = unsafe { CStr::from_ptr(name) };
+    remember(n, f)
+}
+
+/// Keeps the real `f` for `name` and hands out the suite's entry point where
+/// it has one.
+fn remember(name: &CStr, f: vk::PFN_vkVoidFunction) -> vk::PFN_vkVoidFunction {
+    let f = f?;
+    let Some(ours) = ours(name.to_bytes()) else {
+        return Some(f);
+    };
+    let key = name.to_string_lossy().into_owned();
+    let key = key.strip_suffix("KHR").map_or(key.clone(), str::to_owned);
+    if key != "vkGetInstanceProcAddr" {
+        seen().real.insert(key, f as usize);
+    }
+    // SAFETY: a function pointer of the suite with the entry point's type.
+    Some(unsafe { std::mem::transmute::<*mut c_void, unsafe extern "system" fn()>(ours) })
+}
+
+unsafe extern "system" fn get_physical_device_properties(
+    pd: vk::PhysicalDevice,
+    out: *mut vk::PhysicalDeviceProperties,
+) {
+    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceProperties>("vkGetPhysicalDeviceProperties")
+    else {
+        return;
+    };
+    // SAFETY: forwarded; `out` is Halide's.
+    unsafe { f(pd, out) };
+    // SAFETY: filled by the driver just now.
+    let t = DeviceType::from(unsafe { (*out).device_type });
+    seen().device_type = Some(t);
+}
+
+/// Presents the simulated table (when there is one) in `props`, which holds the
+/// real device's; remembers the real types to back the table's.
+fn present(props: &mut vk::PhysicalDeviceMemoryProperties) {
+    let mut s = seen();
+    let real: Vec<crate::rt::MemoryType> = props.memory_types[..props.memory_type_count as usize]
+        .iter()
+        .map(|t| crate::rt::MemoryType {
+            heap: t.heap_index,
+            flags: t.property_flags,
+        })
+        .collect();
+    s.real_types = real.clone();
+    let Some((table, backing)) = s.table.as_mut() else {
+        return;
+    };
+    *backing = crate::rt::backing_types(&real, table);
+    let mut p = vk::PhysicalDeviceMemoryProperties {
+        memory_type_count: table.types.len() as u32,
+        memory_heap_count: table.heaps.len() as u32,
+        ..Default::default()
+    };
+    for (i, t) in table.types.iter().enumerate() {
+        p.memory_types[i] = vk::MemoryType {
+            property_flags: t.flags,
+            heap_index: t.heap,
+        };
+    }
+    for (i, h) in table.heaps.iter().enumerate() {
+        p.memory_heaps[i] = vk::MemoryHeap {
+            size: h.size,
+            flags: h.flags,
+        };
+    }
+    *props = p;
+}
+
+unsafe extern "system" fn get_memory_properties(
+    pd: vk::PhysicalDevice,
+    out: *mut vk::PhysicalDeviceMemoryProperties,
+) {
+    let Some(f) =
+        real::<vk::PFN_vkGetPhysicalDeviceMemoryProperties>("vkGetPhysicalDeviceMemoryProperties")
+    else {
+        return;
+    };
+    // SAFETY: forwarded; `out` is Halide's and filled by the driver.
+    unsafe {
+        f(pd, out);
+        present(&mut *out);
+    }
+}
+
+unsafe extern "system" fn get_memory_properties2(
+    pd: vk::PhysicalDevice,
+    out: *mut vk::PhysicalDeviceMemoryProperties2<'_>,
+) {
+    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceMemoryProperties2>(
+        "vkGetPhysicalDeviceMemoryProperties2",
+    ) else {
+        return;
+    };
+    // SAFETY: forwarded; `out` is Halide's and filled by the driver.
+    unsafe {
+        f(pd, out);
+        present(&mut (*out).memory_properties);
+    }
+}
+
+/// The real type behind `ty`, and the heap of `ty` in the presented table.
+fn backing(s: &Seen, ty: u32) -> Option<(u32, Option<u32>)> {
+    match &s.table {
+        Some((t, b)) => Some((*b.get(ty as usize)?, Some(t.types.get(ty as usize)?.heap))),
+        None => Some((ty, None)),
+    }
+}
+
+unsafe extern "system" fn allocate_memory(
+    device: vk::Device,
+    info: *const vk::MemoryAllocateInfo<'_>,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::DeviceMemory,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkAllocateMemory>("vkAllocateMemory") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: Halide's allocate info.
+    let mut local = unsafe { *info };
+    let ty = local.memory_type_index;
+    let size = local.allocation_size;
+    {
+        let mut s = seen();
+        let Some((real_ty, heap)) = backing(&s, ty) else {
+            s.findings.push(format!(
+                "vkAllocateMemory: memory type {ty} is not in the device's table"
+            ));
+            return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
+        };
+        if let (Some(h), Some((t, _))) = (heap, &s.table) {
+            let heap_size = t.heaps[h as usize]
+                .budget
+                .unwrap_or(t.heaps[h as usize].size);
+            if s.heap_used[h as usize] + size > heap_size {
+                s.fallbacks += 1;
+                return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
+            }
+        }
+        local.memory_type_index = real_ty;
+    }
+    // SAFETY: forwarded with the real type.
+    let r = unsafe { f(device, &local, callbacks, out) };
+    let mut s = seen();
+    if r != vk::Result::SUCCESS {
+        s.fallbacks += 1;
+        return r;
+    }
+    if let Some((_, Some(h))) = backing(&s, ty) {
+        s.heap_used[h as usize] += size;
+    }
+    // SAFETY: written by the driver on success.
+    let handle = unsafe { *out };
+    s.memories
+        .insert(vk::Handle::as_raw(handle), Memory { ty, size });
+    r
+}
+
+unsafe extern "system" fn free_memory(
+    device: vk::Device,
+    memory: vk::DeviceMemory,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+) {
+    if let Some(f) = real::<vk::PFN_vkFreeMemory>("vkFreeMemory") {
+        // SAFETY: forwarded.
+        unsafe { f(device, memory, callbacks) };
+    }
+    let mut s = seen();
+    if let Some(m) = s.memories.remove(&vk::Handle::as_raw(memory)) {
+        if let Some((_, Some(h))) = backing(&s, m.ty) {
+            s.heap_used[h as usize] -= m.size;
+        }
+    }
+}
+
+unsafe extern "system" fn create_buffer(
+    device: vk::Device,
+    info: *const vk::BufferCreateInfo<'_>,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Buffer,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkCreateBuffer>("vkCreateBuffer") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: forwarded.
+    let r = unsafe { f(device, info, callbacks, out) };
+    if r == vk::Result::SUCCESS {
+        // SAFETY: written by the driver on success.
+        let b = vk::Handle::as_raw(unsafe { *out });
+        // SAFETY: Halide's create info.
+        let size = unsafe { (*info).size };
+        seen().buffers.insert(b, (u32::MAX, size));
+    }
+    r
+}
+
+unsafe extern "system" fn destroy_buffer(
+    device: vk::Device,
+    buffer: vk::Buffer,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+) {
+    if let Some(f) = real::<vk::PFN_vkDestroyBuffer>("vkDestroyBuffer") {
+        // SAFETY: forwarded.
+        unsafe { f(device, buffer, callbacks) };
+    }
+    seen().buffers.remove(&vk::Handle::as_raw(buffer));
+}
+
+unsafe extern "system" fn get_buffer_memory_requirements(
+    device: vk::Device,
+    buffer: vk::Buffer,
+    out: *mut vk::MemoryRequirements,
+) {
+    let Some(f) = real::<vk::PFN_vkGetBufferMemoryRequirements>("vkGetBufferMemoryRequirements")
+    else {
+        return;
+    };
+    // SAFETY: forwarded; `out` is Halide's.
+    unsafe { f(device, buffer, out) };
+    let mut s = seen();
+    // SAFETY: filled by the driver.
+    let real_bits = unsafe { (*out).memory_type_bits };
+    let bits = match &s.table {
+        Some((t, backing)) => {
+            let mut bits = t.buffer_memory_type_bits;
+            for (i, r) in backing.iter().enumerate() {
+                if real_bits & (1 << r) == 0 {
+                    bits &= !(1 << i);
+                }
+            }
+            bits
+        }
+        None => real_bits,
+    };
+    // SAFETY: Halide's output.
+    unsafe { (*out).memory_type_bits = bits };
+    // SAFETY: filled by the driver.
+    let size = unsafe { (*out).size };
+    s.buffers.insert(vk::Handle::as_raw(buffer), (bits, size));
+}
+
+unsafe extern "system" fn bind_buffer_memory(
+    device: vk::Device,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    offset: vk::DeviceSize,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkBindBufferMemory>("vkBindBufferMemory") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    {
+        let mut s = seen();
+        let s = &mut *s;
+        let (bits, size) = s
+            .buffers
+            .get(&vk::Handle::as_raw(buffer))
+            .copied()
+            .unwrap_or((u32::MAX, 0));
+        if let Some(m) = s.memories.get(&vk::Handle::as_raw(memory)) {
+            let ty = m.ty;
+            if offset.saturating_add(size) > m.size {
+                // Bound past its memory, the device would write past the
+                // allocation: refused, so that the process lives to say so.
+                s.findings.push(format!(
+                    "vkBindBufferMemory: a buffer of {size} bytes bound at offset {offset} of a {}-byte allocation (past its end; the Vulkan spec forbids it, and lavapipe writes past the allocation)",
+                    m.size
+                ));
+                return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
+            }
+            if bits & (1 << ty) == 0 {
+                s.findings.push(format!(
+                    "vkBindBufferMemory: a buffer bound to memory type {ty}, outside its memoryTypeBits {bits:#x}: a real driver refuses this"
+                ));
+            }
+            if let Some(role) = s.role {
+                let (flags, heap) = match &s.table {
+                    Some((t, _)) => (t.types[ty as usize].flags, t.types[ty as usize].heap),
+                    None => s
+                        .real_types
+                        .get(ty as usize)
+                        .map_or((vk::MemoryPropertyFlags::empty(), 0), |t| (t.flags, t.heap)),
+                };
+                s.placements.push(PlacementRecord {
+                    role: role.to_string(),
+                    memory_type: ty,
+                    flags: property_flags_name(flags),
+                    heap,
+                    bytes: m.size,
+                    fallbacks: s.fallbacks,
+                    imported: false,
+                });
+            }
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { f(device, buffer, memory, offset) }
+}
+
+unsafe extern "system" fn map_memory(
+    device: vk::Device,
+    memory: vk::DeviceMemory,
+    offset: vk::DeviceSize,
+    size: vk::DeviceSize,
+    flags: vk::MemoryMapFlags,
+    out: *mut *mut c_void,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkMapMemory>("vkMapMemory") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: forwarded.
+    let r = unsafe { f(device, memory, offset, size, flags, out) };
+    if r == vk::Result::SUCCESS {
+        let mut s = seen();
+        s.mappings += 1;
+        let ty = s.memories.get(&vk::Handle::as_raw(memory)).map(|m| m.ty);
+        let noncoherent = match (&s.table, ty) {
+            (Some((t, _)), Some(ty)) => !t.types[ty as usize]
+                .flags
+                .contains(vk::MemoryPropertyFlags::HOST_COHERENT),
+            _ => false,
+        };
+        if noncoherent {
+            s.noncoherent_maps += 1;
+        }
+    }
+    r
+}
+
+unsafe extern "system" fn unmap_memory(device: vk::Device, memory: vk::DeviceMemory) {
+    if let Some(f) = real::<vk::PFN_vkUnmapMemory>("vkUnmapMemory") {
+        // SAFETY: forwarded.
+        unsafe { f(device, memory) };
+    }
+    let mut s = seen();
+    s.mappings = s.mappings.saturating_sub(1);
+}
+
+unsafe extern "system" fn flush_ranges(
+    device: vk::Device,
+    count: u32,
+    ranges: *const vk::MappedMemoryRange<'_>,
+) -> vk::Result {
+    seen().flushes += 1;
+    match real::<vk::PFN_vkFlushMappedMemoryRanges>("vkFlushMappedMemoryRanges") {
+        // SAFETY: forwarded.
+        Some(f) => unsafe { f(device, count, ranges) },
+        None => vk::Result::ERROR_INITIALIZATION_FAILED,
+    }
+}
+
+unsafe extern "system" fn invalidate_ranges(
+    device: vk::Device,
+    count: u32,
+    ranges: *const vk::MappedMemoryRange<'_>,
+) -> vk::Result {
+    seen().invalidates += 1;
+    match real::<vk::PFN_vkInvalidateMappedMemoryRanges>("vkInvalidateMappedMemoryRanges") {
+        // SAFETY: forwarded.
+        Some(f) => unsafe { f(device, count, ranges) },
+        None => vk::Result::ERROR_INITIALIZATION_FAILED,
+    }
+}
