@@ -5,15 +5,26 @@
 # thresholds are reported and not held (its cost is part of every time), so the
 # perf cases then run once more without it, thresholds held. Extra arguments go
 # to `cargo test` (e.g. `scripts/test.sh -- halide::`); the perf run is left out
-# when there are any. The runner is built with the runtime's fault hook, for its
-# device_lost test.
+# when there are any, and so are the runs of every case on Halide's own Vulkan
+# runtime (releases 19.0.0 and 21.0.0, from their PyPI wheels; their known
+# failures are reports/expectations/runtime-halide-<version>.yaml). The runner
+# is built with the runtime's fault hook, for its device_lost test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
 export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
 features=(--features vkcopy-suite/fault-injection)
+# Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
+halide_runtimes=()
+for version in 19.0.0 21.0.0; do
+    halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
+done
 cargo test --workspace "${features[@]}" "$@"
 if [ $# -eq 0 ]; then
     echo "perf cases without the validation layer, speed thresholds held:"
     VKCOPY_VALIDATION=0 cargo run -q -p vkcopy-suite "${features[@]}" -- run --filter 'perf::*' --retries 2
+    for runtime in "${halide_runtimes[@]}"; do
+        echo "every case on Halide's Vulkan runtime $runtime:"
+        cargo run -q -p vkcopy-suite "${features[@]}" -- run --runtime "halide:$runtime"
+    done
 fi

@@ -96,7 +96,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
 
 /// A declared buffer: host memory of zeros, vkcopy's own or (with `host_offset`)
 /// a vector placed that many bytes past a page boundary, as a caller's would be.
-fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
+pub(crate) fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
     let Some(offset) = d.host_offset else {
         return Buffer::with_dims(&d.name, d.elem, d.dims.clone(), d.host);
     };

@@ -40,6 +40,29 @@ fn loader() -> Option<&'static Loader> {
         .as_ref()
 }
 
+/// What a step asks of Halide: its buffer bindings are placements of the
+/// step's role, and its `vkCmdCopyBuffer`s are copies of its direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    Malloc,
+    Upload,
+    Readback,
+    DeviceToDevice,
+    /// Device data written for a device fill or add: neither counted nor placed.
+    Kernel,
+}
+
+impl StepKind {
+    fn role(self) -> Option<Role> {
+        match self {
+            StepKind::Malloc => Some(Role::Device),
+            StepKind::Upload => Some(Role::Upload),
+            StepKind::Readback => Some(Role::Readback),
+            _ => None,
+        }
+    }
+}
+
 /// A memory allocation Halide made.
 struct Memory {
     /// The type Halide asked for (the table's, when one is simulated).
@@ -59,7 +82,13 @@ struct Seen {
     buffers: HashMap<u64, (u32, u64)>,
     mappings: u64,
     heap_used: Vec<u64>,
-    role: Option<Role>,
+    kind: Option<StepKind>,
+    /// `vkCmdCopyBuffer`s and their bytes in the current step.
+    step_copies: u64,
+    step_bytes: u64,
+    /// Copies and bytes so far: to the device, to the host, device to device.
+    copies: [u64; 3],
+    bytes: [u64; 3],
     fallbacks: u32,
     placements: Vec<PlacementRecord>,
     findings: Vec<String>,
@@ -93,12 +122,15 @@ pub fn begin_case(table: Option<&MemoryTable>) {
     s.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
 }
 
-/// Counts of what Halide holds now.
+/// Counts of what Halide holds now, and of the copies it made.
 pub struct Live {
     pub memories: u64,
     pub memory_bytes: u64,
     pub buffers: u64,
     pub mappings: u64,
+    /// Copies and bytes to the device, to the host, device to device.
+    pub copies: [u64; 3],
+    pub bytes: [u64; 3],
 }
 
 pub fn live() -> Live {
@@ -108,13 +140,35 @@ pub fn live() -> Live {
         memory_bytes: s.memories.values().map(|m| m.size).sum(),
         buffers: s.buffers.len() as u64,
         mappings: s.mappings,
+        copies: s.copies,
+        bytes: s.bytes,
     }
 }
 
-/// Starts a step whose buffer bindings are placements of `role`.
-pub fn begin_step(role: Option<Role>) {
+/// Takes all but `leave` bytes of heap `heap` of the simulated table, as
+/// vkcopy's `fill_heap` does; an error without a table.
+pub fn fill_heap(heap: u32, leave: u64) -> Result<(), String> {
     let mut s = seen();
-    s.role = role;
+    let s = &mut *s;
+    let Some((t, _)) = &s.table else {
+        return Err("fill_heap on Halide's runtime needs a simulated table".into());
+    };
+    let h = t
+        .heaps
+        .get(heap as usize)
+        .ok_or_else(|| format!("fill_heap: no heap {heap}"))?;
+    let size = h.budget.unwrap_or(h.size);
+    let used = &mut s.heap_used[heap as usize];
+    *used = (*used).max(size.saturating_sub(leave));
+    Ok(())
+}
+
+/// Starts a step of `kind` (None: nothing to place or count).
+pub fn begin_step(kind: Option<StepKind>) {
+    let mut s = seen();
+    s.kind = kind;
+    s.step_copies = 0;
+    s.step_bytes = 0;
     s.fallbacks = 0;
     s.noncoherent_maps = 0;
     s.flushes = 0;
@@ -125,8 +179,19 @@ pub fn begin_step(role: Option<Role>) {
 /// or wrote without a flush, is a finding.
 pub fn end_step(step: &str) {
     let mut s = seen();
+    let s = &mut *s;
+    let direction = match s.kind {
+        Some(StepKind::Upload) => Some(0),
+        Some(StepKind::Readback) => Some(1),
+        Some(StepKind::DeviceToDevice) => Some(2),
+        _ => None,
+    };
+    if let (Some(d), true) = (direction, s.step_copies > 0) {
+        s.copies[d] += 1;
+        s.bytes[d] += s.step_bytes;
+    }
     if s.noncoherent_maps > 0 {
-        let missing = match s.role {
+        let missing = match s.kind.and_then(StepKind::role) {
             Some(Role::Readback) if s.invalidates == 0 => Some("vkInvalidateMappedMemoryRanges"),
             Some(Role::Upload) if s.flushes == 0 => Some("vkFlushMappedMemoryRanges"),
             _ => None,
@@ -137,7 +202,7 @@ pub fn end_step(step: &str) {
             ));
         }
     }
-    s.role = None;
+    s.kind = None;
 }
 
 pub fn placements() -> Vec<PlacementRecord> {
@@ -216,6 +281,7 @@ fn ours(name: &[u8]) -> Option<*mut c_void> {
         b"vkGetBufferMemoryRequirements" => get_buffer_memory_requirements as *mut c_void,
         b"vkBindBufferMemory" => bind_buffer_memory as *mut c_void,
         b"vkMapMemory" => map_memory as *mut c_void,
+        b"vkCmdCopyBuffer" => cmd_copy_buffer as *mut c_void,
         b"vkUnmapMemory" => unmap_memory as *mut c_void,
         b"vkFlushMappedMemoryRanges" => flush_ranges as *mut c_void,
         b"vkInvalidateMappedMemoryRanges" => invalidate_ranges as *mut c_void,
@@ -519,7 +585,7 @@ unsafe extern "system" fn bind_buffer_memory(
                     "vkBindBufferMemory: a buffer bound to memory type {ty}, outside its memoryTypeBits {bits:#x}: a real driver refuses this"
                 ));
             }
-            if let Some(role) = s.role {
+            if let Some(role) = s.kind.and_then(StepKind::role) {
                 let (flags, heap) = match &s.table {
                     Some((t, _)) => (t.types[ty as usize].flags, t.types[ty as usize].heap),
                     None => s
@@ -605,5 +671,25 @@ unsafe extern "system" fn invalidate_ranges(
         // SAFETY: forwarded.
         Some(f) => unsafe { f(device, count, ranges) },
         None => vk::Result::ERROR_INITIALIZATION_FAILED,
+    }
+}
+
+unsafe extern "system" fn cmd_copy_buffer(
+    cmd: vk::CommandBuffer,
+    src: vk::Buffer,
+    dst: vk::Buffer,
+    count: u32,
+    regions: *const vk::BufferCopy,
+) {
+    if !regions.is_null() && count > 0 {
+        // SAFETY: Halide passes `count` regions.
+        let r = unsafe { std::slice::from_raw_parts(regions, count as usize) };
+        let mut s = seen();
+        s.step_copies += 1;
+        s.step_bytes += r.iter().map(|c| c.size).sum::<u64>();
+    }
+    if let Some(f) = real::<vk::PFN_vkCmdCopyBuffer>("vkCmdCopyBuffer") {
+        // SAFETY: forwarded.
+        unsafe { f(cmd, src, dst, count, regions) };
     }
 }

@@ -511,6 +511,21 @@ pub fn add_sums(
     value: Option<&Expr>,
 ) -> Result<Vec<i64>, StepError> {
     let value = value.map(|v| v.compile());
+    combine(o, inputs, |c, vals| {
+        vals.iter()
+            .fold(value.as_ref().map_or(0, |f| f.eval(c)), |a, v| {
+                a.wrapping_add(*v)
+            })
+    })
+}
+
+/// `f(coords, inputs' values there)` at each element of `o`, in the order of
+/// `o`'s elements (values as integers, as the kernels compute).
+pub fn combine(
+    o: &Buffer,
+    inputs: &[&Buffer],
+    mut f: impl FnMut(&[i64], &[i64]) -> i64,
+) -> Result<Vec<i64>, StepError> {
     let mut sums = Vec::new();
     let mut readers = Vec::new();
     for b in inputs {
@@ -524,25 +539,27 @@ pub fn add_sums(
         ));
     }
     let mut outside = None;
+    let mut vals = Vec::with_capacity(readers.len());
     o.for_each_element(|c, _| {
-        let mut v = value.as_ref().map_or(0, |f| f.eval(c));
+        vals.clear();
         for (b, mem, base) in &readers {
             match b.offset_of(c) {
                 Some(off) => {
                     let at = base + off as usize * b.elem().bytes();
-                    v = v.wrapping_add(match b.elem().load(&mem[at..]) {
+                    vals.push(match b.elem().load(&mem[at..]) {
                         Value::Int(i) => i,
                         Value::Float(f) => f as i64,
                     });
                 }
                 None => {
+                    vals.push(0);
                     if outside.is_none() {
                         outside = Some(format!("{c:?} is outside input {}", b.name()));
                     }
                 }
             }
         }
-        sums.push(v);
+        sums.push(f(c, &vals));
     });
     if let Some(m) = outside {
         return Err(StepError::Check(format!("add_host: {m}")));

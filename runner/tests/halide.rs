@@ -1,0 +1,183 @@
+//! Cases on Halide's own Vulkan runtime, through the real binary: the same
+//! case passes on vkcopy and shows Halide's placement, error codes, leak
+//! accounting and copies. Needs a Halide runtime library
+//! (`scripts/halide-runtime.sh 21.0.0`, which `scripts/test.sh` runs first);
+//! without one the tests say so and pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// The Halide 21 runtime built under target/halide, if it is there.
+fn halide(test: &str) -> Option<PathBuf> {
+    let lib = repo().join("target/halide/21.0.0/libhalide_runtime_vulkan.so");
+    if lib.is_file() {
+        return Some(lib);
+    }
+    eprintln!("{test}: skipped: no Halide runtime (scripts/halide-runtime.sh 21.0.0 builds it)");
+    None
+}
+
+/// Runs the case `yaml` (named `name`) alone on `runtime`: status line and rest.
+fn run(name: &str, yaml: &str, runtime: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    std::fs::write(cases.join(format!("{name}.yaml")), yaml).unwrap();
+    let devices = cases.join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    for t in ["nvidia-h200", "mali-like"] {
+        let from = repo().join(format!("cases/devices/{t}.yaml"));
+        std::fs::copy(from, devices.join(format!("{t}.yaml"))).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+        .args(["run", "--in-process", "--runtime", runtime, "--cases"])
+        .arg(&cases)
+        .arg("--report-dir")
+        .arg(dir.path().join("out"))
+        .env_remove("VKCOPY_RUNTIME")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text)
+}
+
+fn no_device(text: &str) -> bool {
+    text.contains("no Vulkan device") && std::env::var_os("CI").is_none()
+}
+
+const SEED_H200: &str = "about: readback on the simulated H200
+simulate_memory: nvidia-h200
+buffers:
+  g: { type: i32, extent: [256, 64] }
+steps:
+  - fill_host: { buffer: g, value: \"x + 256*y\" }
+  - copy_to_device: g
+  - fill_host: { buffer: g, value: \"0\" }
+  - set_dirty: { buffer: g, host_dirty: false, device_dirty: true }
+  - copy_to_host: g
+  - expect: { buffer: g, value: \"x + 256*y\" }
+  - expect_counters: { copies_to_device: 1, bytes_to_device: 65536, copies_to_host: 1, bytes_to_host: 65536 }
+  - expect_memory: { role: readback, type: 3 }
+";
+
+/// The seed's bug, caught in real Halide on a recorded table: the data is
+/// right, the copies are counted, and readback staging is in BAR-mapped VRAM.
+#[test]
+fn the_seeds_readback_lands_in_vram_under_halide_and_not_under_vkcopy() {
+    let Some(lib) = halide("seed") else { return };
+    let (code, text) = run("seed", SEED_H200, "vkcopy");
+    if no_device(&text) {
+        return;
+    }
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run("seed", SEED_H200, &format!("halide:{}", lib.display()));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("runtime: Halide 21.0.0"), "{text}");
+    assert!(
+        text.contains("seed.yaml:13:5: expect_memory: expect_memory: readback landed in type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0), expected type 3"),
+        "{text}"
+    );
+}
+
+/// Halide's error codes reach the case by name, with halide_error's words.
+#[test]
+fn halide_errors_are_named_and_located() {
+    let Some(lib) = halide("errors") else { return };
+    let yaml = "about: a copy to the host of a buffer that has none
+buffers:
+  g: { type: i32, extent: [64] }
+steps:
+  - copy_to_device: g
+  - view_no_host: { from: g, to: n }
+  - set_dirty: { buffer: n, device_dirty: true }
+  - copy_to_host: n
+";
+    let (code, text) = run("errors", yaml, &format!("halide:{}", lib.display()));
+    if no_device(&text) {
+        return;
+    }
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("errors.yaml:8:5: copy_to_host: halide_copy_to_host returned -14 (copy_to_host_failed): "),
+        "{text}"
+    );
+}
+
+/// A case needing what only vkcopy has is skipped with that named, never run
+/// through vkcopy; the same case runs on vkcopy.
+#[test]
+fn vkcopy_only_steps_skip_with_the_capability_named() {
+    let Some(lib) = halide("skip") else { return };
+    let yaml = "about: an async readback
+buffers:
+  g: { type: i32, extent: [64] }
+steps:
+  - copy_to_device: g
+  - start_copy_to_host: g
+  - wait: g
+";
+    let (code, text) = run("skip", yaml, &format!("halide:{}", lib.display()));
+    if no_device(&text) {
+        return;
+    }
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("skip  skip: needs async copies (step start_copy_to_host, line 6), which Halide's runtime lacks"),
+        "{text}"
+    );
+    let (code, text) = run("skip", yaml, "vkcopy");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("1 passed, 0 failed"), "{text}");
+}
+
+/// Halide's device memory is all given back after halide_device_release, and
+/// what it holds between steps is counted from its Vulkan objects.
+#[test]
+fn halide_memory_is_counted_and_released() {
+    let Some(lib) = halide("counts") else { return };
+    let yaml = "about: counts
+buffers:
+  a: { type: u8, extent: [1000] }
+steps:
+  - fill_host: { buffer: a, value: \"x\" }
+  - copy_to_device: a
+  - expect_counters: { copies_to_device: 1, bytes_to_device: 1000, copies_to_host: 0, live_mappings: 0 }
+  - device_free: a
+  - device_release
+  - expect_counters: { live_device_memories: 0, live_device_memory_bytes: 0, blocks: 0 }
+";
+    let (code, text) = run("counts", yaml, &format!("halide:{}", lib.display()));
+    if no_device(&text) {
+        return;
+    }
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("1 passed, 0 failed"), "{text}");
+}
+
+#[test]
+fn runtime_names_resolve() {
+    use vkcopy_suite::halide::{label, resolve};
+    assert_eq!(resolve("vkcopy", repo()), Ok(None));
+    let e = resolve("halide:0.0.0", repo()).unwrap_err();
+    assert!(
+        e.starts_with("halide:0.0.0: no such file, and no ")
+            && e.ends_with("(build it with scripts/halide-runtime.sh 0.0.0)"),
+        "{e}"
+    );
+    assert_eq!(
+        resolve("cuda", repo()).unwrap_err(),
+        "cuda: expected vkcopy, halide:VERSION or halide:PATH"
+    );
+    assert_eq!(
+        label(Path::new(
+            "/x/target/halide/19.0.0/libhalide_runtime_vulkan.so"
+        )),
+        "19.0.0"
+    );
+    assert_eq!(label(Path::new("/x/my_fix.so")), "my_fix");
+}
