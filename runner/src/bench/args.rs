@@ -46,6 +46,11 @@ pub struct Args {
     /// the same work alone; writes overlap.json (or --out).
     #[arg(long, value_parser = sizes::parse, conflicts_with_all = ["compare", "against"])]
     pub overlap: Option<u64>,
+    /// Measure Halide's runtime instead of vkcopy (halide:VERSION or
+    /// halide:PATH, as `run --runtime`): readback, upload, device to device and
+    /// round trip, printed as a table.
+    #[arg(long, value_name = "RUNTIME", conflicts_with_all = ["compare", "against", "overlap"])]
+    pub runtime: Option<String>,
 }
 
 impl Args {

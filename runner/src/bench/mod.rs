@@ -56,6 +56,9 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
     if let Some(bytes) = args.overlap {
         return run_overlap(args, bytes, &mut print);
     }
+    if let Some(runtime) = &args.runtime {
+        return run_halide(args, runtime, &mut print);
+    }
     let cuda = match &args.compare {
         Some(p) => Some(BenchDoc::read(p).map_err(usage)?),
         None => None,
@@ -76,6 +79,34 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
         print(&format!("wrote {}", svg.display()));
     }
     Ok(())
+}
+
+/// The sweep on Halide's runtime, as a table.
+fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
+    let root = crate::discover::cases_root();
+    let lib = match crate::halide::resolve(runtime, &root.join("..")) {
+        Ok(Some(lib)) => lib,
+        Ok(None) => {
+            return Err(Failure::Usage(
+                "--runtime vkcopy: leave --runtime out".into(),
+            ))
+        }
+        Err(e) => return Err(Failure::Usage(format!("--runtime {e}"))),
+    };
+    let halide = crate::halide::ffi::library(&lib).map_err(Failure::Usage)?;
+    let plan = args.plan(crate::rt::DeviceType::DiscreteGpu);
+    print(&format!(
+        "Halide {} ({}), best of {} timed runs (at most {} from {}) after {} warm-up copies, host clock",
+        crate::halide::label(&lib),
+        lib.display(),
+        args.repeat,
+        sweep::BIG_REPEAT,
+        sizes::format(sweep::BIG),
+        sweep::WARMUP
+    ));
+    print(crate::halide::bench::HEADING);
+    crate::halide::bench::run(halide, &plan.sizes, args.repeat, |r| print(&r.line()))
+        .map_err(Failure::Usage)
 }
 
 fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, PathBuf), Failure> {

@@ -13,6 +13,7 @@
 //! no step falls back to vkcopy. Memory placements, leak counts and recorded
 //! tables reach Halide through its Vulkan entry points ([`shim`]).
 
+pub mod bench;
 pub mod exec;
 pub mod ffi;
 pub mod shim;
