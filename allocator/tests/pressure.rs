@@ -235,3 +235,92 @@ fn buffers_the_driver_wants_alone_get_blocks_of_their_own() {
     drop((big, small));
     assert_clean(&ctx);
 }
+
+/// The Raspberry Pi 4 table: one heap of 969,521,152 bytes, one uncached
+/// coherent type.
+fn pi4() -> MemoryTable {
+    MemoryTable {
+        name: "Raspberry Pi 4 (V3D 4.2, v3dv)".into(),
+        device_type: DeviceType::IntegratedGpu,
+        non_coherent_atom_size: 256,
+        heaps: vec![MemoryHeap {
+            size: 969_521_152,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+            budget: None,
+        }],
+        types: vec![MemoryType {
+            heap: 0,
+            flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                | vk::MemoryPropertyFlags::HOST_VISIBLE
+                | vk::MemoryPropertyFlags::HOST_COHERENT,
+        }],
+        buffer_memory_type_bits: 0b1,
+        dedicated_from: None,
+    }
+}
+
+/// Fills the Pi 4 heap but `leave` bytes, then allocates, uploads and reads back
+/// a 50,000,000-byte buffer: what each step gave (the error's name when it
+/// failed) and every placement made.
+fn pi4_round_trip(import_host: bool, leave: u64) -> Option<(Vec<String>, Vec<vkcopy::Placement>)> {
+    let ctx = context(ContextOptions {
+        simulate_memory: Some(pi4()),
+        import_host,
+        ..Default::default()
+    })?;
+    let mut b = Buffer::new("b", ElemType::U8, &[50_000_000]).unwrap();
+    let mut steps = vec![format!(
+        "fill_heap took {}",
+        ctx.fill_heap(0, leave).unwrap()
+    )];
+    let mut step = |what: &str, r: vkcopy::Result<()>| {
+        steps.push(match r {
+            Ok(()) => format!("{what}: ok"),
+            Err(e) => format!("{what}: {}", e.name()),
+        })
+    };
+    step("device_malloc", ctx.device_malloc(&mut b));
+    b.fill(|c| c[0] % 7).unwrap();
+    step("copy_to_device", ctx.copy_to_device(&mut b));
+    b.fill(|_| 0).unwrap();
+    b.host_dirty = false;
+    b.device_dirty = true;
+    step("copy_to_host", ctx.copy_to_host(&mut b));
+    let placements = ctx.stats().placements();
+    ctx.device_free(&mut b).unwrap();
+    drop(b);
+    assert_clean(&ctx);
+    Some((steps, placements))
+}
+
+/// Placement under a simulated table does not depend on whether the real device
+/// imports host memory: the same steps succeed and fail, with the same
+/// placements, with host import on and off.
+#[test]
+fn a_simulated_table_places_the_same_with_host_import_on_and_off() {
+    for leave in [50_000_000, 100_000_000 + 4 * MIB] {
+        let Some(on) = pi4_round_trip(true, leave) else {
+            return;
+        };
+        let off = pi4_round_trip(false, leave).unwrap();
+        assert_eq!(on, off, "leave {leave}");
+        let (steps, placements) = on;
+        assert_eq!(steps[0], format!("fill_heap took {}", 969_521_152 - leave));
+        assert_eq!(steps[1], "device_malloc: ok");
+        // Room for the buffer alone: its staging (per copy under a table) does
+        // not fit; room for both: the copies go through staging.
+        let copies = if leave == 50_000_000 {
+            "device_malloc_failed"
+        } else {
+            "ok"
+        };
+        assert_eq!(steps[2], format!("copy_to_device: {copies}"), "{steps:?}");
+        assert_eq!(steps[3], format!("copy_to_host: {copies}"), "{steps:?}");
+        assert!(placements.iter().all(|p| !p.imported && p.memory_type == 0));
+        let staged = placements
+            .iter()
+            .filter(|p| p.size >= 50_000_000 && p.role != vkcopy::Role::Device)
+            .count();
+        assert_eq!(staged, if copies == "ok" { 2 } else { 0 }, "{placements:?}");
+    }
+}

@@ -158,9 +158,12 @@ pub fn check(paths: &[PathBuf]) -> Checked {
         let result = match kind {
             Kind::Case => {
                 checked.cases += 1;
-                plan::load(&root_of(path), path)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
+                if let Err(errors) = plan::load_all(&root_of(path), path) {
+                    checked
+                        .errors
+                        .extend(errors.iter().map(ToString::to_string));
+                }
+                Ok(())
             }
             Kind::Table => {
                 checked.tables += 1;

@@ -134,7 +134,12 @@ fn counter_description(name: &str) -> String {
     match name {
         "device_mallocs" => "device regions made, staging included".into(),
         "device_frees" => "device regions freed, staging included".into(),
-        "live_regions" => "device regions alive now".into(),
+        "live_regions" => {
+            "device regions of buffers alive now (the context's staging chunks not counted)".into()
+        }
+        "staging_regions" => {
+            "staging chunks the context keeps now (release_unused frees them)".into()
+        }
         "live_buffers" => "VkBuffers alive now".into(),
         "live_device_memories" => "VkDeviceMemory objects alive now".into(),
         "live_device_memory_bytes" => "bytes of VkDeviceMemory alive now".into(),

@@ -100,6 +100,36 @@ fn check_reports_every_broken_file_located() {
     );
 }
 
+/// One `check` finds every error of a file, and what `run` would refuse.
+#[test]
+fn check_reports_every_error_of_a_file_in_one_pass() {
+    let dir = temp_cases();
+    let case = dir.path().join("two.yaml");
+    std::fs::write(
+        &case,
+        "about: a\nbuffers:\n  g: { type: i32, extent: [8] }\nsteps:\n\
+         \x20 - fill_devcie: { buffer: g, value: \"x\" }\n\
+         \x20 - crop: { from: g, to: c, min: [2], extent: [7] }\n\
+         \x20 - expect: { buffer: g, value: \"0\", min: [-4], extent: [4] }\n",
+    )
+    .unwrap();
+    let out = check(&[&case]);
+    assert_eq!(out.status.code(), Some(1));
+    let at = case.display();
+    assert_eq!(
+        text(&out.stderr).lines().collect::<Vec<_>>(),
+        [
+            format!("{at}:5:5: unknown step 'fill_devcie'; did you mean fill_device?"),
+            format!("{at}:6:5: crop: field extent: dimension 0 of the crop, [2, 9), is outside g's [0, 8)"),
+            format!("{at}:7:5: expect: the box [-4, 0) does not meet g's [0, 8) in a dimension"),
+        ]
+    );
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "checked 1 cases, 0 tables, 0 expectation files: 3 errors"
+    );
+}
+
 #[test]
 fn check_of_a_missing_path_fails() {
     let out = check(&[Path::new("/nonexistent/cases")]);

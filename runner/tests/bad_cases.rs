@@ -42,3 +42,99 @@ fn every_bad_case_fails_with_its_located_error() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+const HEAD: &str = "about: a\nbuffers:\n  g: { type: i32, extent: [8, 8] }\nsteps:\n";
+
+/// An unknown step after a step of each family (and inside the control steps)
+/// is reported at its own line and column, with its own name and a hint.
+#[test]
+fn an_unknown_step_after_each_kind_of_step_names_itself() {
+    let before = [
+        ("memory", "  - device_malloc: g\n"),
+        ("copies", "  - copy_to_device: g\n"),
+        ("async copies", "  - start_copy_to_device: g\n  - wait: g\n"),
+        (
+            "views",
+            "  - crop: { from: g, to: c, min: [0, 0], extent: [4, 4] }\n",
+        ),
+        (
+            "compute",
+            "  - fill_host: { buffer: g, value: \"x + y\" }\n",
+        ),
+        ("checks", "  - expect: { buffer: g, value: \"0\" }\n"),
+        (
+            "expect_memory",
+            "  - expect_memory: { role: readback, type: 0 }\n",
+        ),
+        ("measure", "  - measure: { copy_to_host: g, repeat: 2 }\n"),
+        (
+            "control",
+            "  - when: { cond: \"1 > 0\", steps: [ { copy_to_host: g } ] }\n",
+        ),
+        (
+            "expect_error",
+            "  - expect_error: { error: no_device_allocation, step: { copy_to_host: g } }\n",
+        ),
+        ("a unit step", "  - release_unused\n"),
+    ];
+    let path = Path::new("unknown_after.yaml");
+    let mut wrong = Vec::new();
+    for (family, step) in before {
+        let src = format!("{HEAD}{step}  - fill_devcie: {{ buffer: g, value: \"1\" }}\n");
+        let line = src.lines().count();
+        let want = format!(
+            "unknown_after.yaml:{line}:5: unknown step 'fill_devcie'; did you mean fill_device?"
+        );
+        match plan::parse(&cases_root(), path, &src) {
+            Ok(_) => wrong.push(format!("after {family}: loaded")),
+            Err(e) if e.to_string() != want => wrong.push(format!("after {family}: got {e}")),
+            Err(_) => {}
+        }
+    }
+    // Inside the steps of a repeat, and as the step of an expect_error.
+    let nested = [
+        (
+            "  - repeat:\n      from: 0\n      to: 2\n      steps:\n        - copy_to_device: g\n        - kernel: g\n",
+            "unknown_after.yaml:10:11: unknown step 'kernel'; cases/README.md lists the steps",
+        ),
+        (
+            "  - expect_error: { error: no_device_allocation, step: { copy_to_hots: g } }\n",
+            "unknown_after.yaml:5:56: unknown step 'copy_to_hots'; did you mean copy_to_host?",
+        ),
+    ];
+    for (steps, want) in nested {
+        match plan::parse(&cases_root(), path, &format!("{HEAD}{steps}")) {
+            Ok(_) => wrong.push(format!("{steps}: loaded")),
+            Err(e) if e.to_string() != want => wrong.push(format!("{steps}: got {e}")),
+            Err(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Planning goes on past a failed step: every error of a file in one pass, in
+/// file order, without the errors that only follow from an earlier one.
+#[test]
+fn every_error_of_a_file_in_one_pass() {
+    let src = format!(
+        "{HEAD}  - fill_devcie: {{ buffer: g, value: \"1\" }}\n\
+         \x20 - crop: {{ from: g, to: c, min: [0, 0], extent: [9, 4] }}\n\
+         \x20 - expect: {{ buffer: c, value: \"0\" }}\n\
+         \x20 - expect: {{ buffer: g, value: \"0\", min: [0, 8], extent: [1, 1] }}\n\
+         \x20 - copy_to_host: nope\n"
+    );
+    let errors = plan::parse_all(&cases_root(), Path::new("two.yaml"), &src).unwrap_err();
+    let got: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        got,
+        [
+            "two.yaml:5:5: unknown step 'fill_devcie'; did you mean fill_device?",
+            "two.yaml:6:5: crop: field extent: dimension 0 of the crop, [0, 9), is outside g's [0, 8)",
+            "two.yaml:8:5: expect: the box [8, 9) does not meet g's [0, 8) in a dimension",
+            "two.yaml:9:5: copy_to_host: unknown buffer 'nope'; buffers are [\"g\"]",
+        ]
+    );
+    // `load` gives the first of them.
+    let first = plan::parse(&cases_root(), Path::new("two.yaml"), &src).unwrap_err();
+    assert_eq!(first.to_string(), got[0]);
+}

@@ -34,7 +34,7 @@ impl Staging {
         // Chunks too small for this copy's windows give way to larger ones.
         slots.retain(|s| s.size() >= size);
         while slots.len() < n {
-            slots.push(Arc::new(Region::allocate(allocator, role, size)?));
+            slots.push(Arc::new(Region::allocate_staging(allocator, role, size)?));
         }
         Ok(slots)
     }

@@ -137,6 +137,28 @@ struct State {
 /// A placed region: its block and reservation.
 type Placed = (BlockId, crate::memory::region::Reservation<vk::Buffer>);
 
+/// Least alignment of every region under a simulated table (lavapipe's and
+/// NVIDIA's buffer alignment), so that offsets, sizes and therefore room in the
+/// simulated heaps are the same on every device whose alignments are at most
+/// this; a driver with larger ones still places differently.
+pub(crate) const SIMULATED_ALIGNMENT: u64 = 64;
+
+/// Whether a buffer of `size` bytes gets a block of its own. The real driver's
+/// preference counts only without a simulated table: under one, the table's
+/// `dedicated_from` decides, so that the same table places the same way on every
+/// device (a driver that prefers dedicated blocks for large buffers would
+/// otherwise leave no pooled room where another leaves some). A requirement of
+/// the driver is always met: memory bound otherwise would be invalid.
+pub(crate) fn wants_dedicated(
+    simulated: bool,
+    prefers: bool,
+    requires: bool,
+    dedicated_from: Option<u64>,
+    size: u64,
+) -> bool {
+    requires || (prefers && !simulated) || dedicated_from.is_some_and(|from| size >= from)
+}
+
 /// Buffer sizes whose dedicated requirements are remembered at most.
 const DEDICATED_SIZES: usize = 256;
 
@@ -214,17 +236,24 @@ impl Allocator {
             .collect();
         let heaps = table.heaps.len();
         let mut non_coherent_atom = device.info.non_coherent_atom_size;
+        let mut alignment = req.alignment.max(1);
+        let mut min_storage_alignment = device.info.min_storage_buffer_offset_alignment.max(1);
         if simulation.is_some() {
             non_coherent_atom = non_coherent_atom.max(table.non_coherent_atom_size);
+            // The same offsets and sizes on every driver whose alignments are at
+            // most the simulated one, so that placement under a table does not
+            // depend on the real device.
+            alignment = alignment.max(SIMULATED_ALIGNMENT);
+            min_storage_alignment = min_storage_alignment.max(SIMULATED_ALIGNMENT);
         }
         Ok(Allocator {
             policy,
             table,
             simulation,
             config,
-            alignment: req.alignment.max(1),
+            alignment,
             real_type_bits: req.memory_type_bits,
-            min_storage_alignment: device.info.min_storage_buffer_offset_alignment.max(1),
+            min_storage_alignment,
             non_coherent_atom: non_coherent_atom.max(1),
             reuse: AtomicBool::new(true),
             state: Mutex::new(State {
@@ -707,9 +736,13 @@ impl Allocator {
                 .get_buffer_memory_requirements2(&info, &mut req)
         };
         self.destroy_buffers(vec![probe]);
-        let wanted = dedicated.prefers_dedicated_allocation == vk::TRUE
-            || dedicated.requires_dedicated_allocation == vk::TRUE
-            || self.table.dedicated_from.is_some_and(|from| size >= from);
+        let wanted = wants_dedicated(
+            self.is_simulated(),
+            dedicated.prefers_dedicated_allocation == vk::TRUE,
+            dedicated.requires_dedicated_allocation == vk::TRUE,
+            self.table.dedicated_from,
+            size,
+        );
         if st.dedicated.len() >= DEDICATED_SIZES {
             st.dedicated.clear();
         }
@@ -905,5 +938,35 @@ impl std::fmt::Debug for Allocator {
             .field("device", &self.device)
             .field("policy", &self.policy)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod dedicated_tests {
+    use super::wants_dedicated;
+
+    #[test]
+    fn a_simulated_table_decides_dedicated_blocks_not_the_driver() {
+        // The real device: its driver's preference counts.
+        assert!(wants_dedicated(false, true, false, None, 64));
+        assert!(!wants_dedicated(false, false, false, None, 64));
+        // A table: a driver that prefers dedicated blocks places as one that does not.
+        assert!(!wants_dedicated(true, true, false, None, 50_000_000));
+        assert!(wants_dedicated(
+            true,
+            false,
+            false,
+            Some(1 << 20),
+            50_000_000
+        ));
+        assert!(!wants_dedicated(
+            true,
+            true,
+            false,
+            Some(1 << 30),
+            50_000_000
+        ));
+        // A requirement is met everywhere.
+        assert!(wants_dedicated(true, false, true, None, 64));
     }
 }

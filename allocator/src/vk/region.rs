@@ -23,18 +23,44 @@ pub struct Region {
     released: AtomicBool,
     /// Kernel and copy writes into this memory through any buffer (see `buffer::sync`).
     writes: AtomicU64,
+    /// A staging chunk the context keeps, not a buffer's memory: counted apart
+    /// so that leak checks see only what the user made.
+    staging: bool,
 }
 
 impl Region {
     /// A region of `size` bytes placed for `role`.
     pub(crate) fn allocate(allocator: &Arc<Allocator>, role: Role, size: u64) -> Result<Self> {
+        Self::allocate_as(allocator, role, size, false)
+    }
+
+    /// A staging chunk of `size` bytes placed for `role`, kept by the context.
+    pub(crate) fn allocate_staging(
+        allocator: &Arc<Allocator>,
+        role: Role,
+        size: u64,
+    ) -> Result<Self> {
+        Self::allocate_as(allocator, role, size, true)
+    }
+
+    fn allocate_as(
+        allocator: &Arc<Allocator>,
+        role: Role,
+        size: u64,
+        staging: bool,
+    ) -> Result<Self> {
         let alloc = allocator.allocate(role, size)?;
-        allocator.device().stats.region_created();
+        let stats = &allocator.device().stats;
+        stats.region_created();
+        if staging {
+            stats.staging_region_created();
+        }
         Ok(Region {
             allocator: allocator.clone(),
             alloc,
             released: AtomicBool::new(false),
             writes: AtomicU64::new(0),
+            staging,
         })
     }
 
@@ -46,6 +72,7 @@ impl Region {
             alloc: Allocation::wrapped(buffer, size, 0, vk::MemoryPropertyFlags::DEVICE_LOCAL),
             released: AtomicBool::new(false),
             writes: AtomicU64::new(0),
+            staging: false,
         }
     }
 
@@ -104,7 +131,11 @@ impl Region {
     pub(crate) fn give_back(&self) {
         if !self.released.swap(true, Ordering::AcqRel) {
             self.allocator.free(&self.alloc);
-            self.allocator.device().stats.region_destroyed();
+            let stats = &self.allocator.device().stats;
+            stats.region_destroyed();
+            if self.staging {
+                stats.staging_region_destroyed();
+            }
         }
     }
 }

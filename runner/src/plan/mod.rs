@@ -148,12 +148,40 @@ pub const MAX_CASE_BYTES: u64 = crate::files::MAX_FILE_BYTES;
 
 /// Reads and checks the case at `path`; `root` is the `cases/` folder.
 pub fn load(root: &Path, path: &Path) -> Result<CasePlan, CaseError> {
-    let src = crate::files::read_text(path).map_err(|m| CaseError::new(path, 0, 0, m))?;
-    parse(root, path, &src)
+    load_all(root, path).map_err(first)
+}
+
+/// [`load`] that gives every error of the file, in file order: each step that
+/// parses is planned, whatever the steps before it did.
+pub fn load_all(root: &Path, path: &Path) -> Result<CasePlan, Vec<CaseError>> {
+    let src = crate::files::read_text(path).map_err(|m| vec![CaseError::new(path, 0, 0, m)])?;
+    parse_all(root, path, &src)
 }
 
 /// Checks the case text `src` as if read from `path`.
 pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError> {
+    parse_all(root, path, src).map_err(first)
+}
+
+/// The first of a file's errors (there is at least one).
+fn first(mut errors: Vec<CaseError>) -> CaseError {
+    if errors.is_empty() {
+        return CaseError::new(Path::new(""), 0, 0, "an error without a message");
+    }
+    errors.swap_remove(0)
+}
+
+/// [`parse`] with every error of the file.
+pub fn parse_all(root: &Path, path: &Path, src: &str) -> Result<CasePlan, Vec<CaseError>> {
+    parse_one(root, path, src).map_err(|e| vec![e])?
+}
+
+/// The case, or its steps' errors; `Err` for an error that stops the check.
+fn parse_one(
+    root: &Path,
+    path: &Path,
+    src: &str,
+) -> Result<Result<CasePlan, Vec<CaseError>>, CaseError> {
     crate::error::refuse_tags(path, src).map_err(|e| with_step(src, e))?;
     let file: CaseFile = serde_saphyr::from_str(src)
         .map_err(|e| with_step(src, CaseError::from_yaml(path, src, &e)))?;
@@ -235,9 +263,12 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
                 "the case has no `steps` (or `selection`)",
             ))
         }
-        (None, false) => PlanKind::Runtime(runtime(root, path, &file)?),
+        (None, false) => match runtime(root, path, &file)? {
+            Ok(r) => PlanKind::Runtime(r),
+            Err(errors) => return Ok(Err(errors)),
+        },
     };
-    Ok(CasePlan {
+    Ok(Ok(CasePlan {
         name: case_name(root, path),
         path: path.to_owned(),
         about: file.about,
@@ -246,10 +277,16 @@ pub fn parse(root: &Path, path: &Path, src: &str) -> Result<CasePlan, CaseError>
         tags,
         timeout,
         kind,
-    })
+    }))
 }
 
-fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, CaseError> {
+/// The runtime plan of `file`, or its steps' errors; `Err` for an error outside
+/// the steps.
+fn runtime(
+    root: &Path,
+    path: &Path,
+    file: &CaseFile,
+) -> Result<Result<RuntimePlan, Vec<CaseError>>, CaseError> {
     let located =
         |at: &serde_saphyr::Location, m: String| CaseError::new(path, at.line(), at.column(), m);
     let simulate_memory = match &file.simulate_memory {
@@ -279,7 +316,14 @@ fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, Cas
     let mut planner = Planner::new(path, slots);
     planner.heaps = simulate_memory.as_ref().map(|t| t.heaps.len());
     let mut ops = Vec::new();
-    steps::plan(&file.steps, &mut planner, &mut ops)?;
+    let stopped = steps::plan(&file.steps, &mut planner, &mut ops).err();
+    if stopped.is_some() || !planner.errors.is_empty() {
+        let mut errors = std::mem::take(&mut planner.errors);
+        errors.extend(stopped);
+        errors.sort_by_key(|e| (e.line, e.column));
+        errors.dedup_by_key(|e| (e.line, e.column));
+        return Ok(Err(errors));
+    }
     let policy = match &file.policy {
         None => None,
         Some(p) => Some(
@@ -288,7 +332,7 @@ fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, Cas
                 .map_err(|e| located(&p.referenced, format!("policy: {e}")))?,
         ),
     };
-    Ok(RuntimePlan {
+    Ok(Ok(RuntimePlan {
         policy,
         simulate_memory,
         buffers,
@@ -296,7 +340,7 @@ fn runtime(root: &Path, path: &Path, file: &CaseFile) -> Result<RuntimePlan, Cas
         slot_elems: planner.slots.iter().map(|s| s.elem).collect(),
         slot_dims: planner.slots.iter().map(|s| s.dims.clone()).collect(),
         ops,
-    })
+    }))
 }
 
 /// Checks a buffer declaration.

@@ -116,6 +116,17 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                     if let Some(x) = e.iter().find(|&&x| x < 0) {
                         return Err(p.err(format!("field extent: {x} is negative")));
                     }
+                    // The run refuses a box that misses the buffer; say so at load.
+                    for (d, (&lo, &ext)) in p.slots[b].dims.iter().zip(m.iter().zip(&e)) {
+                        let hi = lo.saturating_add(ext);
+                        let (blo, bhi) = (d.min, d.min.saturating_add(d.extent));
+                        if hi.min(bhi) <= lo.max(blo) {
+                            return Err(p.err(format!(
+                                "the box [{lo}, {hi}) does not meet {}'s [{blo}, {bhi}) in a dimension",
+                                p.slots[b].name
+                            )));
+                        }
+                    }
                     Some((m, e))
                 }
                 _ => return Err(p.err("give both `min` and `extent`, or neither")),

@@ -63,6 +63,9 @@ pub enum Body {
     Checks(checks::Step),
     Measure(measure::Step),
     Control(control::Step<Step>),
+    /// A name that is no step, kept so that planning reports it where it is
+    /// written and goes on to the steps after it.
+    Unknown(String),
 }
 
 /// Runs `$then!(Variant, Type)` for every family.
@@ -108,7 +111,24 @@ fn body_from<'de, D: Deserializer<'de>>(name: &str, value: D) -> Result<Step, D:
         };
     }
     for_each_family!(try_family);
-    Err(de::Error::unknown_variant(name, step_names()))
+    de::IgnoredAny::deserialize(value)?;
+    Ok(Step {
+        name: "",
+        body: Body::Unknown(name.to_owned()),
+    })
+}
+
+/// `unknown step 'fill_devcie'; did you mean fill_device?`
+pub fn unknown_step(name: &str) -> String {
+    let near = names::suggest(name, step_names());
+    match near.as_slice() {
+        [] => format!("unknown step '{name}'; cases/README.md lists the steps"),
+        [one] => format!("unknown step '{name}'; did you mean {one}?"),
+        many => format!(
+            "unknown step '{name}'; did you mean one of {}?",
+            many.join(", ")
+        ),
+    }
 }
 
 /// A step is one of any family's steps: the families' schemas side by side.
@@ -319,17 +339,32 @@ impl Op {
     }
 }
 
-/// Plans `steps` in order, expanding repeats, and appends them to `out`.
+/// Plans `steps` in order, expanding repeats, and appends them to `out`. A
+/// step that fails is recorded in the planner and planning goes on with the
+/// next, so that one pass finds every error; the error is returned only when
+/// planning cannot go on.
 pub fn plan(steps: &[Spanned<Step>], p: &mut Planner, out: &mut Vec<Op>) -> Result<(), CaseError> {
     for step in steps {
-        plan_one(step, p, out)?;
+        if let Err(e) = plan_one(step, p, out) {
+            p.record(e, views_made(&step.value))?;
+        }
     }
     Ok(())
+}
+
+/// The name a view step would make (`to`), so that later uses of it are not
+/// reported again when the step fails.
+fn views_made(step: &Step) -> Option<&str> {
+    match &step.body {
+        Body::Views(v) => Some(v.made()),
+        _ => None,
+    }
 }
 
 fn plan_one(step: &Spanned<Step>, p: &mut Planner, out: &mut Vec<Op>) -> Result<(), CaseError> {
     p.enter(&step.referenced, step.value.name)?;
     let kind = match &step.value.body {
+        Body::Unknown(name) => return Err(p.err_at(&step.referenced, unknown_step(name))),
         Body::Memory(s) => OpKind::Memory(memory::plan(s, p)?),
         Body::Copies(s) => OpKind::Copies(copies::plan(s, p)?),
         Body::AsyncCopies(s) => OpKind::AsyncCopies(async_copies::plan(s, p)?),
@@ -377,16 +412,26 @@ fn plan_runs(
         },
     );
     let (mut first, mut again) = (Vec::new(), Vec::new());
+    let before = p.errors.len();
     plan(&r.steps, p, &mut first)?;
-    plan(&r.steps, p, &mut again).map_err(|mut e| {
+    let after_first = p.errors.len();
+    let second_run = |mut e: CaseError| {
         e.message.push_str(&format!(
             " (on the second run of the repeat at line {}, which has no `var`: its steps \
              must release what they make)",
             here.0
         ));
         e
-    })?;
+    };
+    plan(&r.steps, p, &mut again).map_err(&second_run)?;
+    for e in &mut p.errors[after_first..] {
+        *e = second_run(e.clone());
+    }
     p.back_to(here);
+    if p.errors.len() > before {
+        // The steps' own errors say what is wrong; their shapes differ because of them.
+        return Ok(());
+    }
     let shape = |ops: &[Op]| -> Vec<(u64, u64, &str)> {
         ops.iter().map(|o| (o.line, o.column, o.step)).collect()
     };

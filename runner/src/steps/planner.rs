@@ -72,7 +72,17 @@ pub struct Planner<'a> {
     column: u64,
     step: &'static str,
     planned: usize,
+    /// Errors of the steps planned so far, one per place in the file.
+    pub errors: Vec<CaseError>,
+    /// Views that failed steps would have made: a later use of one is a
+    /// consequence of that error, not an error of its own.
+    failed_views: Vec<String>,
+    /// Planning cannot go on (the case expands to too many steps).
+    stopped: bool,
 }
+
+/// Most errors recorded for one case file.
+pub const MAX_ERRORS: usize = 100;
 
 impl<'a> Planner<'a> {
     pub fn new(path: &'a Path, slots: Vec<Slot>) -> Self {
@@ -90,6 +100,9 @@ impl<'a> Planner<'a> {
             column: 0,
             step: "",
             planned: 0,
+            errors: Vec::new(),
+            failed_views: Vec::new(),
+            stopped: false,
         }
     }
 
@@ -100,6 +113,7 @@ impl<'a> Planner<'a> {
         self.step = name;
         self.planned += 1;
         if self.planned > MAX_STEPS {
+            self.stopped = true;
             return Err(self.err(format!(
                 "the case expands to more than {MAX_STEPS} steps; repeat fewer times"
             )));
@@ -142,6 +156,36 @@ impl<'a> Planner<'a> {
             format!("{}: {message} (at {loops})", self.step)
         };
         CaseError::new(self.path, self.line, self.column, message)
+    }
+
+    /// An error of the step written at `at`, without a step name before the
+    /// message (for a step whose name is unknown).
+    pub fn err_at(&self, at: &Location, message: impl std::fmt::Display) -> CaseError {
+        CaseError::new(self.path, at.line(), at.column(), message.to_string())
+    }
+
+    /// Records `e`, the error of a step that would make the view `made`, so that
+    /// planning can go on with the next step; the first error of each place is
+    /// kept. Gives `e` back when planning cannot go on.
+    pub fn record(&mut self, e: CaseError, made: Option<&str>) -> Result<(), CaseError> {
+        if self.stopped || self.errors.len() >= MAX_ERRORS {
+            return Err(e);
+        }
+        if let Some(name) = made.and_then(|m| self.loops.name(m).ok()) {
+            self.failed_views.push(name);
+        }
+        let consequence = self
+            .failed_views
+            .iter()
+            .any(|v| e.message.contains(&format!("unknown buffer '{v}'")));
+        let seen = self
+            .errors
+            .iter()
+            .any(|o| (o.line, o.column) == (e.line, e.column));
+        if !consequence && !seen {
+            self.errors.push(e);
+        }
+        Ok(())
     }
 
     /// The slot of buffer or view `name` (`{expression}`s filled in).

@@ -64,6 +64,18 @@ pub enum Step {
     },
 }
 
+impl Step {
+    /// The name of the view the step makes, as written.
+    pub fn made(&self) -> &str {
+        match self {
+            Step::Crop { to, .. }
+            | Step::Slice { to, .. }
+            | Step::View { to, .. }
+            | Step::ViewNoHost { to, .. } => to,
+        }
+    }
+}
+
 /// A checked view step; buffers are slots.
 #[derive(Clone, Debug)]
 pub enum Op {
