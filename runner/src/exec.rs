@@ -26,7 +26,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     };
     match crate::halide::selected() {
         Ok(None) => {}
-        Ok(Some(path)) => return crate::halide::run(plan, r, &path),
+        Ok(Some(path)) => return crate::halide::run(plan, r, &path, options.validation),
         Err(m) => return Outcome::new(Status::Fail, m, start.elapsed()),
     }
     let mut options = options.clone();

@@ -15,9 +15,25 @@ pub fn case_lines(c: &CaseRecord) -> String {
     let (name, o) = (&c.name, &c.outcome);
     let first = o.message.lines().next().unwrap_or("");
     let mut text = match c.verdict {
+        // A pass may carry notes (what a validation layer said about another
+        // runtime): shown below it.
+        Verdict::Pass if !o.message.is_empty() => format!(
+            "pass  {name} ({:.2} s)\n      {}",
+            o.seconds,
+            o.message.replace('\n', "\n      ")
+        ),
         Verdict::Pass => format!("pass  {name} ({:.2} s)", o.seconds),
         Verdict::Skip => format!("skip  {name}: {}", o.message),
-        Verdict::ExpectedFail => format!("xfail {name}: {first}"),
+        Verdict::ExpectedFail => {
+            // The validation layer's findings, listed apart from the failure.
+            let said = o
+                .message
+                .split_once("\nvalidation layer on")
+                .map_or(String::new(), |(_, v)| {
+                    format!("\n      validation layer on{}", v.replace('\n', "\n      "))
+                });
+            format!("xfail {name}: {first}{said}")
+        }
         Verdict::Flake => format!("flake {name}: {first}"),
         Verdict::Fail | Verdict::UnexpectedPass => format!(
             "FAIL  {name} ({})\n      {}",

@@ -375,7 +375,7 @@ fn counter(name: &str) -> Option<fn(&shim::Live, &State) -> u64> {
 }
 
 /// Runs `plan` on the Halide runtime `lib`.
-pub fn run(plan: &CasePlan, r: &RuntimePlan, lib: &Library) -> Outcome {
+pub fn run(plan: &CasePlan, r: &RuntimePlan, lib: &Library, validation: bool) -> Outcome {
     let start = Instant::now();
     if let Some(why) = needs(r) {
         return Outcome::new(
@@ -384,7 +384,7 @@ pub fn run(plan: &CasePlan, r: &RuntimePlan, lib: &Library) -> Outcome {
             start.elapsed(),
         );
     }
-    shim::begin_case(r.simulate_memory.as_ref());
+    shim::begin_case(r.simulate_memory.as_ref(), validation);
     ffi::take_errors();
     let mut state = State {
         lib,
@@ -443,6 +443,19 @@ pub fn run(plan: &CasePlan, r: &RuntimePlan, lib: &Library) -> Outcome {
         (_, true) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
         (_, false) => Outcome::new(status, problems.join("\n"), start.elapsed()),
     };
+    // The layer's words are findings about Halide, listed apart; they do not
+    // change the case's status.
+    let said = shim::take_validation_messages();
+    if !said.is_empty() {
+        if !out.message.is_empty() {
+            out.message.push('\n');
+        }
+        out.message.push_str(&format!(
+            "validation layer on Halide's runtime: {} message(s):\n  {}",
+            said.len(),
+            said.join("\n  ")
+        ));
+    }
     out.placements = shim::placements();
     out
 }

@@ -18,7 +18,7 @@ pub mod exec;
 pub mod ffi;
 pub mod shim;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::outcome::{Outcome, Status};
@@ -44,7 +44,7 @@ pub fn selected() -> Result<Option<PathBuf>, String> {
 
 /// A short name of the runtime library at `path`: its release for a library
 /// that `scripts/halide-runtime.sh VERSION` built (`21.0.0`), else its file stem.
-pub fn label(path: &std::path::Path) -> String {
+pub fn label(path: &Path) -> String {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     match stem.as_deref() {
         Some("libhalide_runtime_vulkan") => path
@@ -58,7 +58,7 @@ pub fn label(path: &std::path::Path) -> String {
 
 /// The library that `--runtime` names: `vkcopy`, `halide:VERSION` (built by
 /// `scripts/halide-runtime.sh VERSION` under `target/halide/`), or `halide:PATH`.
-pub fn resolve(arg: &str, repo: &std::path::Path) -> Result<Option<PathBuf>, String> {
+pub fn resolve(arg: &str, repo: &Path) -> Result<Option<PathBuf>, String> {
     let arg = arg.trim();
     if arg == "vkcopy" {
         return Ok(None);
@@ -72,13 +72,17 @@ pub fn resolve(arg: &str, repo: &std::path::Path) -> Result<Option<PathBuf>, Str
     if path.is_file() {
         return Ok(Some(std::fs::canonicalize(&path).unwrap_or(path)));
     }
-    let built = repo
-        .join("target/halide")
-        .join(what)
-        .join("libhalide_runtime_vulkan.so");
-    if built.is_file() {
+    // Built under the cases' repository, or under the one this binary was built in.
+    let under = |root: &Path| {
+        root.join("target/halide")
+            .join(what)
+            .join("libhalide_runtime_vulkan.so")
+    };
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if let Some(built) = [under(repo), under(&own)].into_iter().find(|p| p.is_file()) {
         return Ok(Some(built));
     }
+    let built = under(repo);
     Err(format!(
         "{arg}: no such file, and no {} (build it with scripts/halide-runtime.sh {what})",
         built.display()
@@ -87,11 +91,11 @@ pub fn resolve(arg: &str, repo: &std::path::Path) -> Result<Option<PathBuf>, Str
 
 /// Runs one case on the Halide runtime at `path`. Halide's runtime state is
 /// global to the process, so cases run one at a time.
-pub fn run(plan: &CasePlan, r: &RuntimePlan, path: &std::path::Path) -> Outcome {
+pub fn run(plan: &CasePlan, r: &RuntimePlan, path: &Path, validation: bool) -> Outcome {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     match ffi::library(path) {
-        Ok(lib) => exec::run(plan, r, lib),
+        Ok(lib) => exec::run(plan, r, lib, validation),
         Err(m) => Outcome::new(Status::Fail, m, std::time::Duration::ZERO),
     }
 }

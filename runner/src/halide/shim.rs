@@ -97,6 +97,11 @@ struct Seen {
     flushes: u32,
     invalidates: u32,
     device_type: Option<DeviceType>,
+    /// The validation layer on Halide's next instances, its messages since the
+    /// case began, and the messenger of the live instance.
+    validation: bool,
+    messages: Vec<String>,
+    messenger: Option<(u64, vk::DebugUtilsMessengerEXT)>,
     /// The real memory types, read once.
     real_types: Vec<crate::rt::MemoryType>,
 }
@@ -109,13 +114,15 @@ fn seen() -> MutexGuard<'static, Seen> {
 }
 
 /// Starts a case: `table` is presented to Halide from the next instance on.
-pub fn begin_case(table: Option<&MemoryTable>) {
+pub fn begin_case(table: Option<&MemoryTable>, validation: bool) {
     let mut s = seen();
     let real = std::mem::take(&mut s.real);
-    let device_type = s.device_type;
+    let (device_type, messenger) = (s.device_type, s.messenger);
     *s = Seen {
         real,
         device_type,
+        messenger,
+        validation,
         ..Seen::default()
     };
     s.table = table.map(|t| (t.clone(), Vec::new()));
@@ -209,6 +216,11 @@ pub fn placements() -> Vec<PlacementRecord> {
     seen().placements.clone()
 }
 
+/// What the validation layer said about Halide since the case began.
+pub fn take_validation_messages() -> Vec<String> {
+    std::mem::take(&mut seen().messages)
+}
+
 pub fn take_findings() -> Vec<String> {
     std::mem::take(&mut seen().findings)
 }
@@ -268,6 +280,8 @@ pub unsafe extern "C" fn get_library_symbol(lib: *mut c_void, name: *const c_cha
 fn ours(name: &[u8]) -> Option<*mut c_void> {
     Some(match name {
         b"vkGetInstanceProcAddr" => get_instance_proc_addr as *mut c_void,
+        b"vkCreateInstance" => create_instance as *mut c_void,
+        b"vkDestroyInstance" => destroy_instance as *mut c_void,
         b"vkGetDeviceProcAddr" => get_device_proc_addr as *mut c_void,
         b"vkGetPhysicalDeviceProperties" => get_physical_device_properties as *mut c_void,
         b"vkGetPhysicalDeviceMemoryProperties" => get_memory_properties as *mut c_void,
@@ -691,5 +705,152 @@ unsafe extern "system" fn cmd_copy_buffer(
     if let Some(f) = real::<vk::PFN_vkCmdCopyBuffer>("vkCmdCopyBuffer") {
         // SAFETY: forwarded.
         unsafe { f(cmd, src, dst, count, regions) };
+    }
+}
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// Where the layer's messages go: the case's list.
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data for the call.
+    let text = unsafe { data.as_ref() }
+        .and_then(|d| (!d.p_message.is_null()).then_some(d.p_message))
+        // SAFETY: a NUL-terminated message.
+        .map(|m| unsafe { CStr::from_ptr(m) }.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    seen().messages.push(format!("{severity:?}: {text}"));
+    vk::FALSE
+}
+
+fn messenger_info<'a>() -> vk::DebugUtilsMessengerCreateInfoEXT<'a> {
+    vk::DebugUtilsMessengerCreateInfoEXT::default()
+        .message_severity(
+            vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+        )
+        .message_type(
+            vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE
+                | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
+        )
+        .pfn_user_callback(Some(on_message))
+}
+
+/// Halide's instance, with the validation layer (synchronization validation
+/// on) and a messenger when the case runs under it, as vkcopy's contexts do.
+unsafe extern "system" fn create_instance(
+    info: *const vk::InstanceCreateInfo<'_>,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Instance,
+) -> vk::Result {
+    let Some(l) = loader() else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: the loader's own entry point, looked up by name.
+    let Some(f) = (unsafe { (l.gipa)(vk::Instance::null(), c"vkCreateInstance".as_ptr()) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: the entry point of that name has this type.
+    let create: vk::PFN_vkCreateInstance = unsafe { std::mem::transmute(f) };
+    if !seen().validation {
+        // SAFETY: forwarded as Halide called it.
+        return unsafe { create(info, callbacks, out) };
+    }
+    // SAFETY: Halide's create info, valid for the call.
+    let mut local = unsafe { *info };
+    // SAFETY: arrays of `count` names, as the create info says.
+    let names = |p: *const *const c_char, n: u32| -> Vec<*const c_char> {
+        if p.is_null() {
+            Vec::new()
+        } else {
+            unsafe { std::slice::from_raw_parts(p, n as usize) }.to_vec()
+        }
+    };
+    let mut layers = names(local.pp_enabled_layer_names, local.enabled_layer_count);
+    // SAFETY: each name is NUL-terminated.
+    if !layers
+        .iter()
+        .any(|n| unsafe { CStr::from_ptr(*n) } == VALIDATION_LAYER)
+    {
+        layers.push(VALIDATION_LAYER.as_ptr());
+    }
+    let mut extensions = names(
+        local.pp_enabled_extension_names,
+        local.enabled_extension_count,
+    );
+    let debug_utils = c"VK_EXT_debug_utils";
+    // SAFETY: each name is NUL-terminated.
+    if !extensions
+        .iter()
+        .any(|n| unsafe { CStr::from_ptr(*n) } == debug_utils)
+    {
+        extensions.push(debug_utils.as_ptr());
+    }
+    let enabled = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+    let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled);
+    let mut messenger = messenger_info();
+    features.p_next = local.p_next;
+    messenger.p_next = &features as *const _ as *const c_void;
+    local.p_next = &messenger as *const _ as *const c_void;
+    local.enabled_layer_count = layers.len() as u32;
+    local.pp_enabled_layer_names = layers.as_ptr();
+    local.enabled_extension_count = extensions.len() as u32;
+    local.pp_enabled_extension_names = extensions.as_ptr();
+    // SAFETY: Halide's create info with the layer, the extension and two more
+    // structs chained in front; all outlive the call.
+    let r = unsafe { create(&local, callbacks, out) };
+    if r != vk::Result::SUCCESS {
+        seen().messages.push(format!(
+            "the validation layer could not be enabled on Halide's instance: {r:?}"
+        ));
+        return r;
+    }
+    // SAFETY: written on success.
+    let instance = unsafe { *out };
+    // SAFETY: an instance entry point of the extension just enabled.
+    let made = unsafe { (l.gipa)(instance, c"vkCreateDebugUtilsMessengerEXT".as_ptr()) };
+    if let Some(f) = made {
+        // SAFETY: the entry point of that name has this type.
+        let make: vk::PFN_vkCreateDebugUtilsMessengerEXT = unsafe { std::mem::transmute(f) };
+        let info = messenger_info();
+        let mut m = vk::DebugUtilsMessengerEXT::null();
+        // SAFETY: a messenger on the new instance, destroyed before it.
+        if unsafe { make(instance, &info, std::ptr::null(), &mut m) } == vk::Result::SUCCESS {
+            seen().messenger = Some((vk::Handle::as_raw(instance), m));
+        }
+    }
+    r
+}
+
+unsafe extern "system" fn destroy_instance(
+    instance: vk::Instance,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+) {
+    let Some(l) = loader() else { return };
+    let mine = seen()
+        .messenger
+        .take_if(|(i, _)| *i == vk::Handle::as_raw(instance));
+    if let Some((_, m)) = mine {
+        // SAFETY: the instance's own entry point.
+        if let Some(f) = unsafe { (l.gipa)(instance, c"vkDestroyDebugUtilsMessengerEXT".as_ptr()) }
+        {
+            // SAFETY: the entry point of that name has this type.
+            let destroy: vk::PFN_vkDestroyDebugUtilsMessengerEXT =
+                unsafe { std::mem::transmute(f) };
+            // SAFETY: the messenger made on this instance.
+            unsafe { destroy(instance, m, std::ptr::null()) };
+        }
+    }
+    // SAFETY: the loader's entry point for this instance.
+    if let Some(f) = unsafe { (l.gipa)(instance, c"vkDestroyInstance".as_ptr()) } {
+        // SAFETY: the entry point of that name has this type.
+        let destroy: vk::PFN_vkDestroyInstance = unsafe { std::mem::transmute(f) };
+        // SAFETY: forwarded as Halide called it.
+        unsafe { destroy(instance, callbacks) };
     }
 }
