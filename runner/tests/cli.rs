@@ -860,12 +860,12 @@ fn shards_partition_the_suite_and_tags_select() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--shard '4/3': expected K/N"));
 }
 
-/// `run --help` names every variable of the README's environment table.
+/// `run --help` names every variable of the environment table of runner/README.md.
 #[test]
 fn run_help_lists_every_environment_variable() {
     let out = suite().args(["run", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("runner/README.md")).unwrap();
     let section = readme.split("## Environment").nth(1).unwrap();
     let table = section.split("\n## ").next().unwrap();
     let vars: Vec<&str> = table
