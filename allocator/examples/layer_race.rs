@@ -11,16 +11,32 @@
 //! the loader's.
 //!
 //! `cargo run --example layer_race -- SECONDS [THREADS_CALLING] [THREADS_CHURNING]`;
-//! validation on unless `LAYER_RACE_VALIDATION=0`. Exits 0 when it survived.
+//! validation on unless `LAYER_RACE_VALIDATION=0`; `LAYER_RACE_GATE=1` holds a
+//! process-wide `RwLock` for reading around each call and for writing around each
+//! create and destroy (the avoidance proposed in CRASH-NOTES.md). Exits 0 when it
+//! survived.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use ash::vk;
 
 static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+/// With `LAYER_RACE_GATE=1`, the avoidance proposed in CRASH-NOTES.md: every
+/// call holds this for reading, every create and destroy for writing.
+static GATE: RwLock<()> = RwLock::new(());
+
+fn gated() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("LAYER_RACE_GATE").is_ok_and(|v| v == "1"))
+}
+
+fn write_gate() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
+    gated().then(|| GATE.write().unwrap())
+}
 
 fn instance(entry: &ash::Entry, validation: bool) -> ash::Instance {
     let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
@@ -30,6 +46,7 @@ fn instance(entry: &ash::Entry, validation: bool) -> ash::Instance {
         info = info.enabled_layer_names(&layers);
     }
     let _order = LIFECYCLE.lock().unwrap();
+    let _gate = write_gate();
     // SAFETY: every pointer in `info` refers to locals alive across the call.
     unsafe { entry.create_instance(&info, None) }.expect("vkCreateInstance")
 }
@@ -43,6 +60,7 @@ fn device(instance: &ash::Instance) -> (vk::PhysicalDevice, ash::Device) {
         .queue_priorities(&priorities)];
     let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
     let _order = LIFECYCLE.lock().unwrap();
+    let _gate = write_gate();
     // SAFETY: a physical device of `instance`; `info` refers to live locals.
     let device = unsafe { instance.create_device(physical, &info, None) }.expect("vkCreateDevice");
     (physical, device)
@@ -88,6 +106,7 @@ fn main() {
                     )
                     .unwrap()[0];
                 while !stop.load(Ordering::Relaxed) {
+                    let _gate = gated().then(|| GATE.read().unwrap());
                     device
                         .reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                         .unwrap();
@@ -95,6 +114,7 @@ fn main() {
                 }
                 device.destroy_command_pool(pool, None);
                 let _order = LIFECYCLE.lock().unwrap();
+                let _gate = write_gate();
                 device.destroy_device(None);
                 instance.destroy_instance(None);
             }
@@ -107,6 +127,7 @@ fn main() {
                 let instance = instance(&entry, validation);
                 let (_, device) = device(&instance);
                 let _order = LIFECYCLE.lock().unwrap();
+                let _gate = write_gate();
                 // SAFETY: nothing was made from either; destroyed in order.
                 unsafe {
                     device.destroy_device(None);
