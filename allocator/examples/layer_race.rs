@@ -13,7 +13,7 @@
 //! `cargo run --example layer_race -- SECONDS [THREADS_CALLING] [THREADS_CHURNING]`;
 //! validation on unless `LAYER_RACE_VALIDATION=0`; `LAYER_RACE_GATE=1` holds a
 //! process-wide `RwLock` for reading around each call and for writing around each
-//! create and destroy (the avoidance proposed in CRASH-NOTES.md). Exits 0 when it
+//! create and destroy (the avoidance proposed in TESTING.md). Exits 0 when it
 //! survived.
 
 use std::ffi::CStr;
@@ -25,7 +25,7 @@ use ash::vk;
 
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
-/// With `LAYER_RACE_GATE=1`, the avoidance proposed in CRASH-NOTES.md: every
+/// With `LAYER_RACE_GATE=1`, the avoidance proposed in TESTING.md: every
 /// call holds this for reading, every create and destroy for writing.
 static GATE: RwLock<()> = RwLock::new(());
 

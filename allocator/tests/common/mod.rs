@@ -7,10 +7,14 @@ use vkcopy::ash::vk;
 use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
 use vkcopy::{Context, ContextOptions, Error};
 
-/// Whether the Khronos validation layer is installed here.
+/// Whether the Khronos validation layer is installed here and not turned off
+/// (`VKCOPY_VALIDATION=0`).
 pub fn validation_installed() -> bool {
-    std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
-        .exists()
+    let off = std::env::var("VKCOPY_VALIDATION").is_ok_and(|v| v.trim() == "0");
+    !off && std::path::Path::new(
+        "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json",
+    )
+    .exists()
 }
 
 /// A context on the default device, or None (with a note) where this machine has
