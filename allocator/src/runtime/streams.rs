@@ -2,7 +2,10 @@
 //! copy), each with its own submitter on that role's queue. A stream runs its
 //! jobs in order; jobs of different streams run at the same time, so an upload,
 //! a readback and the caller's kernels overlap where the device has the queues.
-//! Threads start on first use and end when the context is dropped.
+//! Threads start on first use and end when the context is dropped, which
+//! waits for them: a thread left running would destroy its submitter (and
+//! perhaps the device) while the next context is made, or while the process
+//! exits, and the validation layer does not survive that (TESTING.md).
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,6 +23,25 @@ pub(crate) struct Streams {
     upload: OnceLock<Mutex<mpsc::Sender<Job>>>,
     readback: OnceLock<Mutex<mpsc::Sender<Job>>>,
     device: OnceLock<Mutex<mpsc::Sender<Job>>>,
+    /// The streams' threads, joined on drop.
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Streams {
+    fn drop(&mut self) {
+        // Closing the channels ends the threads' loops once their jobs are done.
+        drop((self.upload.take(), self.readback.take(), self.device.take()));
+        let me = std::thread::current().id();
+        let threads = std::mem::take(self.threads.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for t in threads {
+            // A context dropped by its own stream's job cannot wait for itself.
+            if t.thread().id() != me {
+                // A job that panicked already failed its copy (its event says so);
+                // nothing is left to report here.
+                let _ = t.join();
+            }
+        }
+    }
 }
 
 impl Streams {
@@ -33,7 +55,11 @@ impl Streams {
         let tx = match slot.get() {
             Some(tx) => tx,
             None => {
-                let tx = start(device, role, name)?;
+                let (tx, thread) = start(device, role, name)?;
+                self.threads
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(thread);
                 // Another thread may have started the stream meanwhile; its sender wins
                 // and this one's thread ends at once.
                 slot.get_or_init(|| Mutex::new(tx))
@@ -46,10 +72,14 @@ impl Streams {
 }
 
 /// A stream's thread, with its submitter made here so that failures are returned.
-fn start(device: &Arc<DeviceShared>, role: QueueRole, name: &str) -> Result<mpsc::Sender<Job>> {
+fn start(
+    device: &Arc<DeviceShared>,
+    role: QueueRole,
+    name: &str,
+) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
     let submitter = Submitter::new(device, role)?;
     let (tx, rx) = mpsc::channel::<Job>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(move || {
             for job in rx {
@@ -57,5 +87,5 @@ fn start(device: &Arc<DeviceShared>, role: QueueRole, name: &str) -> Result<mpsc
             }
         })
         .map_err(|e| Error::DeviceLost(format!("cannot start {name}: {e}")))?;
-    Ok(tx)
+    Ok((tx, thread))
 }
