@@ -841,23 +841,13 @@ fn run_check(c: &checks::Op, s: &mut State) -> Result<(), Fail> {
             has_device,
         } => {
             let b = s.get(*buffer)?;
-            let mut wrong = Vec::new();
-            let mut see = |what: &str, want: Option<bool>, got: bool| {
-                if want.is_some_and(|w| w != got) {
-                    wrong.push(format!("{what} is {got}, expected {}", !got));
-                }
-            };
-            see("host_dirty", *host_dirty, b.flag(HOST_DIRTY));
-            see("device_dirty", *device_dirty, b.flag(DEVICE_DIRTY));
-            see("has_device", *has_device, b.raw.device != 0);
-            if wrong.is_empty() {
-                return Ok(());
-            }
-            Err(Fail::Check(format!(
-                "expect_flags {}: {}",
+            let got = [b.flag(HOST_DIRTY), b.flag(DEVICE_DIRTY), b.raw.device != 0];
+            checks::flags_as_expected(
                 b.host.name(),
-                wrong.join(", ")
-            )))
+                [*host_dirty, *device_dirty, *has_device],
+                got,
+            )
+            .map_err(Fail::Check)
         }
         checks::Op::ExpectCounters(want) => {
             let live = shim::live();

@@ -212,23 +212,9 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             has_device,
         } => {
             let b = s.get(*buffer)?;
-            let mut wrong = Vec::new();
-            let mut check = |what: &str, want: Option<bool>, got: bool| {
-                if want.is_some_and(|w| w != got) {
-                    wrong.push(format!("{what} is {got}, expected {}", !got));
-                }
-            };
-            check("host_dirty", *host_dirty, b.host_dirty);
-            check("device_dirty", *device_dirty, b.device_dirty);
-            check("has_device", *has_device, b.has_device_allocation());
-            if wrong.is_empty() {
-                return Ok(());
-            }
-            Err(StepError::Check(format!(
-                "expect_flags {}: {}",
-                b.name(),
-                wrong.join(", ")
-            )))
+            let got = [b.host_dirty, b.device_dirty, b.has_device_allocation()];
+            flags_as_expected(b.name(), [*host_dirty, *device_dirty, *has_device], got)
+                .map_err(StepError::Check)
         }
         Op::ExpectCounters(want) => {
             let have = s.ctx.counters();
@@ -268,6 +254,25 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             fallbacks,
         } => expect_memory(s, *role, *memory_type, flags.as_ref(), *fallbacks),
     }
+}
+
+/// `expect_flags`: `got` (host_dirty, device_dirty, has_device) against what
+/// the step asks for, on any runtime.
+pub fn flags_as_expected(
+    name: &str,
+    want: [Option<bool>; 3],
+    got: [bool; 3],
+) -> Result<(), String> {
+    let wrong: Vec<String> = ["host_dirty", "device_dirty", "has_device"]
+        .iter()
+        .zip(want.iter().zip(got))
+        .filter(|(_, (w, g))| w.is_some_and(|w| w != *g))
+        .map(|(what, (_, g))| format!("{what} is {g}, expected {}", !g))
+        .collect();
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(format!("expect_flags {name}: {}", wrong.join(", ")))
 }
 
 fn expect(
