@@ -852,20 +852,12 @@ fn run_check(c: &checks::Op, s: &mut State) -> Result<(), Fail> {
         checks::Op::ExpectCounters(want) => {
             let live = shim::live();
             // Counters without a Halide meaning are left out (see `counter`).
-            let wrong: Vec<String> = want
-                .iter()
-                .filter_map(|(name, v)| {
-                    let got = counter(name)?(&live, s);
-                    (got != *v).then(|| format!("{name} is {got}, expected {v}"))
-                })
-                .collect();
-            if wrong.is_empty() {
-                return Ok(());
-            }
-            Err(Fail::Check(format!(
-                "expect_counters (Halide's VkBuffers and VkDeviceMemory): {}",
-                wrong.join(", ")
-            )))
+            checks::counters_as_expected(
+                "expect_counters (Halide's VkBuffers and VkDeviceMemory)",
+                want,
+                |name| counter(name).map(|f| f(&live, s)),
+            )
+            .map_err(Fail::Check)
         }
         checks::Op::ExpectMemory {
             role,
