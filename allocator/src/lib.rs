@@ -107,7 +107,7 @@
 pub use ash;
 
 mod buffer;
-mod emulate;
+
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
@@ -123,17 +123,17 @@ pub use buffer::{
     Buffer, Comparison, DeviceView, Element, HostMemory, HostSlice, HostSliceMut, HostView,
     Mismatch,
 };
-#[cfg(feature = "emulate")]
-pub use emulate::Emulate;
 pub use error::{Error, Result};
 pub use memory::config::AllocConfig;
 pub use memory::policy::{MemoryRequest, Policy, Role};
 pub use memory::table::{DeviceType, MemoryTable};
-pub use profile::CopyStats;
-pub use runtime::context::{Context, COUNTER_NAMES};
+pub use profile::{CopyStats, SubmitSteps};
+pub use runtime::context::{counter_names, Context};
 pub use runtime::copy_choice::CopyCalibration;
 pub use runtime::copy_new::Copied;
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_WORDS};
+#[cfg(feature = "emulate")]
+pub use runtime::emulate::Emulate;
 pub use runtime::launch::{Access, Arg};
 pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};

@@ -70,3 +70,50 @@ impl Profile {
         }
     }
 }
+
+/// Where the host time of one blocking submission went, in nanoseconds, from
+/// [`crate::Context::set_step_trace`]. The steps follow each other: waiting for
+/// the submitter's lock, recording (reset, begin, barriers, the copy commands,
+/// end), `vkQueueSubmit`, and the wait until the host sees the work done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubmitSteps {
+    /// Until the submitter's command buffers were this thread's.
+    pub lock_ns: u64,
+    /// Recording the command buffer.
+    pub record_ns: u64,
+    /// The `vkQueueSubmit` call.
+    pub submit_ns: u64,
+    /// From the submission until the host saw the timeline value reached.
+    pub wait_ns: u64,
+    /// The GPU's time between the timestamps at the start and the end of the
+    /// recorded work, when profiling is on and the queue has timestamps.
+    pub gpu_ns: Option<u64>,
+}
+
+/// Submission steps of a context while tracing is on.
+#[derive(Debug, Default)]
+pub(crate) struct StepTrace {
+    enabled: AtomicBool,
+    samples: std::sync::Mutex<Vec<SubmitSteps>>,
+}
+
+impl StepTrace {
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn push(&self, s: SubmitSteps) {
+        self.samples
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(s);
+    }
+
+    pub(crate) fn take(&self) -> Vec<SubmitSteps> {
+        std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}

@@ -22,8 +22,8 @@ fn on_device(ctx: &Context, name: &str, extents: &[i64]) -> Buffer {
     b.fill(value).unwrap();
     ctx.copy_to_device(&mut b).unwrap();
     b.fill(|_| -1).unwrap();
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     b
 }
 
@@ -37,17 +37,17 @@ fn readback_and_upload_in_flight_together() {
         let mut down = on_device(&ctx, "down", &[n]);
         let mut up = Buffer::new("up", ElemType::I32, &[n]).unwrap();
         up.fill(|c| value(c) + 1).unwrap();
-        up.host_dirty = true;
+        up.set_host_dirty(true);
         let r = ctx.start_copy_to_host(&mut down).unwrap();
         let u = ctx.start_copy_to_device(&mut up).unwrap();
         assert_eq!(u.wait().unwrap(), CopyPath::HostToDevice);
         assert_eq!(r.wait().unwrap(), CopyPath::DeviceToHost);
-        assert!(!down.device_dirty && !down.host_dirty);
-        assert!(!up.host_dirty);
+        assert!(!down.device_dirty() && !down.host_dirty());
+        assert!(!up.host_dirty());
         assert_eq!(down.compare(value, 3).unwrap().mismatches, 0, "{n}");
         up.fill(|_| 0).unwrap();
-        up.host_dirty = false;
-        up.device_dirty = true;
+        up.set_host_dirty(false);
+        up.set_device_dirty(true);
         ctx.copy_to_host(&mut up).unwrap();
         assert_eq!(
             up.compare(|c| value(c) + 1, 3).unwrap().mismatches,
@@ -82,7 +82,7 @@ fn crops_and_strided_views_copy_async() {
     let mut dst = Buffer::from_host("dst", ElemType::I32, dims, host).unwrap();
     let p = ctx.start_buffer_copy(&crop, &mut dst, true).unwrap();
     assert_eq!(p.wait().unwrap(), CopyPath::DeviceToDevice);
-    assert!(dst.device_dirty && !dst.host_dirty);
+    assert!(dst.device_dirty() && !dst.host_dirty());
     let p = ctx.start_copy_to_host(&mut dst).unwrap();
     assert_eq!(p.wait().unwrap(), CopyPath::DeviceToHost);
     assert_eq!(dst.compare(value, 3).unwrap().mismatches, 0);
@@ -99,7 +99,7 @@ fn polled_dropped_and_chained() {
     // Dropping a handle waits and sets the dirty bits.
     let mut a = on_device(&ctx, "a", &[n]);
     drop(ctx.start_copy_to_host(&mut a).unwrap());
-    assert!(!a.device_dirty);
+    assert!(!a.device_dirty());
     assert_eq!(a.compare(value, 3).unwrap().mismatches, 0);
 
     // Polling ends in done; a result is given once.
@@ -122,10 +122,11 @@ fn polled_dropped_and_chained() {
     // event the copy could run first, on another stream.
     let mut src = Buffer::new("src", ElemType::I32, &[n]).unwrap();
     src.fill(|c| value(c) * 2).unwrap();
-    src.host_dirty = true;
+    src.set_host_dirty(true);
     ctx.device_malloc(&mut src).unwrap();
+    // Neither side of the view is dirty: a copy to device memory reads its device side.
     let mut view = src.cropped("view", &[0], &[n]).unwrap();
-    (view.host_dirty, view.device_dirty) = (false, true);
+    view.set_host_dirty(false);
     let mut mid = Buffer::new("mid", ElemType::I32, &[n]).unwrap();
     let up = ctx.start_copy_to_device(&mut src).unwrap();
     let first = up.event();
@@ -154,7 +155,7 @@ fn bad_requests_fail_at_start() {
     let mut dev_only =
         Buffer::with_dims("d", ElemType::I32, vkcopy::types::dense_dims(&[16]), false).unwrap();
     ctx.device_malloc(&mut dev_only).unwrap();
-    dev_only.device_dirty = true;
+    dev_only.set_device_dirty(true);
     let e = ctx.start_copy_to_host(&mut dev_only).unwrap_err();
     assert_eq!(e.name(), "host_is_null");
     let a = on_device(&ctx, "a", &[16]);
@@ -176,7 +177,7 @@ fn a_wait_runs_out_of_time() {
     };
     // 64 MiB through the staging ring takes far longer than the spin before a wait.
     let mut b = Buffer::new("big", ElemType::I32, &[16 << 20]).unwrap();
-    b.host_dirty = true;
+    b.set_host_dirty(true);
     let e = ctx.copy_to_device(&mut b).unwrap_err();
     assert_eq!(e.name(), "timeout", "{e}");
     assert!(e.to_string().contains("did not finish within"), "{e}");
@@ -195,7 +196,8 @@ fn leaving_out_the_wait_is_caught() {
         let mut dev = Buffer::new("dev", ElemType::I32, &[n]).unwrap();
         ctx.device_malloc(&mut dev).unwrap();
         let mut head = dev.cropped("head", &[0], &[4096]).unwrap();
-        (head.host_dirty, head.device_dirty) = (false, true);
+        head.set_host_dirty(false);
+        head.set_device_dirty(true);
         let mut out = Buffer::new("out", ElemType::I32, &[4096]).unwrap();
         let gate = vkcopy::HostEvent::new(Duration::from_secs(60));
         let up = ctx

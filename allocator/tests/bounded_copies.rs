@@ -35,11 +35,11 @@ fn one_byte_round_trip(ctx: &Context, shape: &[(i64, i64)]) -> (u64, u64) {
     let started = Instant::now();
     let mut b = Buffer::with_dims("aliased", ElemType::U8, dims(shape), true).unwrap();
     b.host_view().unwrap().memory.write().unwrap()[0] = 42;
-    b.host_dirty = true;
+    b.set_host_dirty(true);
     ctx.copy_to_device(&mut b).unwrap();
     b.host_view().unwrap().memory.write().unwrap()[0] = 0;
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     ctx.copy_to_host(&mut b).unwrap();
     assert_eq!(b.host_view().unwrap().memory.read().unwrap()[0], 42);
     eprintln!("{shape:?}: {:.1?}", started.elapsed());
@@ -70,8 +70,8 @@ fn a_strided_layout_round_trips() {
     b.fill(|c| c[0] * 3).unwrap();
     ctx.copy_to_device(&mut b).unwrap();
     b.fill(|_| 0).unwrap();
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     ctx.copy_to_host(&mut b).unwrap();
     assert_eq!(b.compare(|c| (c[0] * 3) & 0xff, 1).unwrap().mismatches, 0);
     assert_eq!(bytes(&ctx, CopyPath::HostToDevice), 16000);
@@ -105,8 +105,8 @@ fn strided_device_copies_round_trip_between_and_within_buffers() {
         .unwrap();
     ctx.buffer_copy(&first, &mut second, true).unwrap();
     drop((first, second));
-    a.host_dirty = false;
-    a.device_dirty = true;
+    a.set_host_dirty(false);
+    a.set_device_dirty(true);
     ctx.copy_to_host(&mut a).unwrap();
     let expected = |c: &[i64]| ((c[0] % 8000) * 7 + 1) & 0xff;
     assert_eq!(a.compare(expected, 1).unwrap().mismatches, 0);

@@ -192,8 +192,8 @@ fn shift_in_place(ctx: &Context, n: i64, shift: u64) -> Vec<u8> {
     let mut dst = buf.view_at("dst", dims, shift).unwrap();
     ctx.buffer_copy(&src, &mut dst, true).unwrap();
     let mut whole = buf.cropped("whole", &[0], &[n]).unwrap();
-    whole.device_dirty = true;
-    whole.host_dirty = false;
+    whole.set_device_dirty(true);
+    whole.set_host_dirty(false);
     ctx.copy_to_host(&mut whole).unwrap();
     let bytes = host_bytes(&whole);
     drop((src, dst, whole, buf));

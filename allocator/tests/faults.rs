@@ -75,13 +75,13 @@ fn work(ctx: &Context) -> vkcopy::Result<()> {
         "crop copied on the device",
     );
     a.fill(|_| 0)?;
-    a.host_dirty = false;
-    a.device_dirty = true;
+    a.set_host_dirty(false);
+    a.set_device_dirty(true);
     ctx.start_copy_to_host(&mut a)?.wait()?;
     check(&a, "async readback");
     big.fill(|_| 0)?;
-    big.host_dirty = false;
-    big.device_dirty = true;
+    big.set_host_dirty(false);
+    big.set_device_dirty(true);
     ctx.copy_to_host(&mut big)?;
     check(&big, "readback of imported memory");
     ctx.device_free(&mut big)?;

@@ -37,8 +37,8 @@ fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy)
     buf.fill(f).unwrap();
     ctx.copy_to_device(buf).unwrap();
     buf.fill(|_| -7).unwrap();
-    buf.host_dirty = false;
-    buf.device_dirty = true;
+    buf.set_host_dirty(false);
+    buf.set_device_dirty(true);
     ctx.copy_to_host(buf).unwrap();
     buf.compare(f, 3).unwrap().mismatches
 }
@@ -55,7 +55,7 @@ fn caller_memory_at_any_offset_round_trips() {
         let host = HostBytes::from_vec_range(v, start..start + bytes).unwrap();
         assert_eq!(host.as_ptr() as usize % PAGE, skew);
         let mut b = Buffer::from_host("b", ElemType::I32, dense(&extents), host).unwrap();
-        assert!(b.host_dirty, "caller memory holds the buffer's data");
+        assert!(b.host_dirty(), "caller memory holds the buffer's data");
         let before = imports(&ctx);
         let bad = round_trip(&ctx, &mut b, |c| c[0] - 3 * c[1] + skew as i64);
         assert_eq!(bad, 0, "skew {skew}, {extents:?}");

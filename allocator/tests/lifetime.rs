@@ -22,8 +22,8 @@ fn contexts_close_when_their_last_user_is_gone() {
         let mut b = Buffer::new("b", ElemType::I32, &[4096]).unwrap();
         b.fill(|c| c[0] + i).unwrap();
         ctx.copy_to_device(&mut b).unwrap();
-        b.device_dirty = true;
-        b.host_dirty = false;
+        b.set_device_dirty(true);
+        b.set_host_dirty(false);
         ctx.copy_to_host(&mut b).unwrap();
         assert_eq!(b.compare(|c| c[0] + i, 1).unwrap().mismatches, 0);
         if i == 0 {

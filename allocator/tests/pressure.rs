@@ -224,8 +224,8 @@ fn buffers_the_driver_wants_alone_get_blocks_of_their_own() {
     assert_eq!(counter(&ctx, "block_bytes"), 2 * MIB + pooled);
     // The data went through the dedicated buffer and back.
     big.fill(|_| 0).unwrap();
-    big.host_dirty = false;
-    big.device_dirty = true;
+    big.set_host_dirty(false);
+    big.set_device_dirty(true);
     ctx.copy_to_host(&mut big).unwrap();
     assert_eq!(big.compare(|c| c[0] * 3 + 1, 1).unwrap().mismatches, 0);
     // Released, the dedicated block goes back at once; the pooled one stays.
@@ -283,8 +283,8 @@ fn pi4_round_trip(import_host: bool, leave: u64) -> Option<(Vec<String>, Vec<vkc
     b.fill(|c| c[0] % 7).unwrap();
     step("copy_to_device", ctx.copy_to_device(&mut b));
     b.fill(|_| 0).unwrap();
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     step("copy_to_host", ctx.copy_to_host(&mut b));
     let placements = ctx.stats().placements();
     ctx.device_free(&mut b).unwrap();

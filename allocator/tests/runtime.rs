@@ -23,8 +23,8 @@ fn round_trip(ctx: &Context, name: &str, extents: &[i64], seed: i64) -> u64 {
     .unwrap();
     ctx.copy_to_device(&mut b).unwrap();
     b.fill(|_| -1).unwrap();
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     ctx.copy_to_host(&mut b).unwrap();
     b.compare(
         |c| {
@@ -202,7 +202,7 @@ fn noncoherent_memory_needs_flush_and_invalidate() {
     b.fill(|c| -c[0]).unwrap();
     ctx.copy_to_device(&mut a).unwrap();
     ctx.copy_to_device(&mut b).unwrap();
-    a.device_dirty = true;
+    a.set_device_dirty(true);
     ctx.copy_to_host(&mut a).unwrap();
     assert_ne!(a.compare(|c| c[0], 1).unwrap().mismatches, 0);
 }
@@ -222,7 +222,7 @@ fn large_copies_use_the_users_host_memory_when_the_device_can_import_it() {
     ctx.copy_to_device(&mut full).unwrap();
     let mut back = Buffer::new("back", ElemType::I32, &[1024, 1024]).unwrap();
     back.fill(|_| -1).unwrap();
-    back.host_dirty = false;
+    back.set_host_dirty(false);
     ctx.buffer_copy(&full, &mut back, false).unwrap();
     // full's host is valid, so that was a host copy; now from the device only.
     let dev = full.without_host("dev");
@@ -287,8 +287,8 @@ fn an_import_is_kept_while_its_host_memory_lives() {
         g.fill(|c| c[0] * 3 + round).unwrap();
         ctx.copy_to_device(&mut g).unwrap();
         g.fill(|_| 0).unwrap();
-        g.host_dirty = false;
-        g.device_dirty = true;
+        g.set_host_dirty(false);
+        g.set_device_dirty(true);
         ctx.copy_to_host(&mut g).unwrap();
         assert_eq!(
             g.compare(|c| c[0] * 3 + round, 1).unwrap().mismatches,
@@ -354,7 +354,7 @@ fn a_native_vk_buffer_wraps_as_a_region_and_detaches() {
         ctx.wrap_vk_buffer(&mut g, buffer, size).unwrap_err().name(),
         "incompatible_buffers"
     );
-    g.device_dirty = false;
+    g.set_device_dirty(false);
     // Write through the wrapped buffer, crop it, read the crop back.
     let mut h = Buffer::new("h", ElemType::I32, &[64, 64]).unwrap();
     h.fill(|c| c[0] + 64 * c[1]).unwrap();

@@ -33,8 +33,8 @@ fn value(seed: i64) -> impl Fn(&[i64]) -> i64 {
 /// Readback of `b` into a cleared host, checked against `seed`'s values.
 fn read_and_check(ctx: &Context, b: &mut Buffer, seed: i64, asynchronous: bool) {
     b.fill(|_| -1).unwrap();
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     match asynchronous {
         true => {
             ctx.start_copy_to_host(b).unwrap().wait().unwrap();

@@ -21,9 +21,9 @@ fn writes_through_a_guard_are_uploaded() {
         }
     }
     // Before: the guard-less write left host_dirty clear and the upload did nothing.
-    assert!(img.host_dirty);
+    assert!(img.host_dirty());
     ctx.copy_to_device(&mut img).unwrap();
-    assert!(!img.host_dirty);
+    assert!(!img.host_dirty());
     let mut out = Buffer::new("out", ElemType::F32, &[64, 32]).unwrap();
     ctx.buffer_copy(&img, &mut out, true).unwrap();
     ctx.copy_to_host(&mut out).unwrap();
@@ -41,7 +41,7 @@ fn from_vec_keeps_the_callers_elements() {
     let data: Vec<f32> = (0..12).map(|i| i as f32).collect();
     let addr = data.as_ptr() as usize;
     let buf = Buffer::from_vec("v", &[4, 3], data).unwrap();
-    assert!(buf.host_dirty);
+    assert!(buf.host_dirty());
     assert_eq!(buf.elem(), ElemType::F32);
     let s = buf.host::<f32>().unwrap();
     assert_eq!(s.as_ptr() as usize, addr);
@@ -105,9 +105,9 @@ fn a_write_into_a_crop_makes_the_parent_device_dirty() {
     let mut ones = Buffer::new("ones", ElemType::I32, &[32, 32]).unwrap();
     ones.fill(|c| 1 + c[0] + 100 * c[1]).unwrap();
     ctx.buffer_copy(&ones, &mut crop, true).unwrap();
-    assert!(crop.device_dirty);
+    assert!(crop.device_dirty());
     // Halide's own bit stays clear; the parent still knows.
-    assert!(!img.device_dirty);
+    assert!(!img.device_dirty());
     assert!(img.is_device_dirty());
     assert!(matches!(img.host::<i32>(), Err(Error::DeviceDirty(_))));
     // Before: a silent no-op that left zeros.

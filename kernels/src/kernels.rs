@@ -88,7 +88,7 @@ fn run(ctx: &Context, kernel: &Kernel<'_>, args: &mut [Arg<'_>]) -> Result<()> {
 
 /// An output no kernel ran on (no elements) ends as if one had.
 fn written(out: &mut Buffer) {
-    out.host_dirty = false;
+    out.set_host_dirty(false);
     out.set_device_dirty(true);
 }
 

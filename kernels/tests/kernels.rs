@@ -54,7 +54,7 @@ fn fill_2d_i32() {
     let Some(ctx) = context() else { return };
     let mut g = Buffer::new("g", ElemType::I32, &[128, 128]).unwrap();
     ctx.kernel_fill(&mut g, &expr("x + 256*y")).unwrap();
-    assert!(g.device_dirty && !g.host_dirty);
+    assert!(g.device_dirty() && !g.host_dirty());
     assert!(g.has_device_allocation());
     ctx.copy_to_host(&mut g).unwrap();
     check(&g, |c| c[0] + 256 * c[1]);
@@ -123,7 +123,7 @@ fn fill_through_a_strided_view() {
         let mut odd = parent.view_at("odd", dims, 1).unwrap();
         ctx.kernel_fill(&mut odd, &expr("x + 40*y")).unwrap();
         // The view wrote the parent's device memory; read all of it back.
-        parent.device_dirty = true;
+        parent.set_device_dirty(true);
         ctx.copy_to_host(&mut parent).unwrap();
         check(&parent, |c| {
             if c[0] % 2 == 1 {
@@ -160,7 +160,7 @@ fn fill_and_add_through_unaligned_crops() {
             );
         }
         ctx.kernel_fill(&mut crop, &expr("x * 3")).unwrap();
-        parent.device_dirty = true;
+        parent.set_device_dirty(true);
         ctx.copy_to_host(&mut parent).unwrap();
         check(&parent, |c| {
             if (33..133).contains(&c[0]) {
@@ -180,7 +180,7 @@ fn fill_and_add_through_unaligned_crops() {
     ctx.kernel_fill(&mut g, &expr("x + 256*y")).unwrap();
     let c = g.cropped("c", &[32, 32], &[64, 64]).unwrap();
     let mut c2 = c.cropped("c2", &[40, 40], &[16, 16]).unwrap();
-    assert!(c2.device_dirty);
+    assert!(c2.device_dirty());
     ctx.kernel_add(&mut c2, &mut [], 7).unwrap();
     ctx.copy_to_host(&mut g).unwrap();
     let e = expr("x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)");
@@ -223,9 +223,9 @@ fn add_constant_in_place() {
     let Some(ctx) = context() else { return };
     let mut b = Buffer::new("b", ElemType::I32, &[33, 17]).unwrap();
     b.fill(|c| c[0] * 1000 - c[1]).unwrap();
-    assert!(b.host_dirty);
+    assert!(b.host_dirty());
     ctx.kernel_add(&mut b, &mut [], -12345).unwrap();
-    assert!(b.device_dirty && !b.host_dirty);
+    assert!(b.device_dirty() && !b.host_dirty());
     ctx.copy_to_host(&mut b).unwrap();
     check(&b, |c| c[0] * 1000 - c[1] - 12345);
     // Twice more, now from device data.
@@ -272,8 +272,8 @@ fn add_two_buffers_and_a_constant() {
     ];
     let mut out = Buffer::with_dims("out", ElemType::I32, out_dims, true).unwrap();
     ctx.kernel_add(&mut out, &mut [&mut a, &mut b], 3).unwrap();
-    assert!(!a.host_dirty && !b.host_dirty, "inputs were uploaded");
-    assert!(out.device_dirty && !out.host_dirty);
+    assert!(!a.host_dirty() && !b.host_dirty(), "inputs were uploaded");
+    assert!(out.device_dirty() && !out.host_dirty());
     ctx.copy_to_host(&mut out).unwrap();
     check(&out, |c| (c[0] + 100 * c[1]) + (7 * c[0] - c[1]) + 3);
     drop((a, b, out));
@@ -309,10 +309,10 @@ fn host_dirty_input_is_uploaded_first() {
     a.fill(|c| c[0]).unwrap();
     ctx.copy_to_device(&mut a).unwrap();
     a.fill(|c| 1000 + c[0]).unwrap();
-    assert!(a.host_dirty && a.has_device_allocation());
+    assert!(a.host_dirty() && a.has_device_allocation());
     let mut out = Buffer::new("out", ElemType::I32, &[64]).unwrap();
     ctx.kernel_add(&mut out, &mut [&mut a], 1).unwrap();
-    assert!(!a.host_dirty);
+    assert!(!a.host_dirty());
     ctx.copy_to_host(&mut out).unwrap();
     check(&out, |c| 1001 + c[0]);
 
@@ -322,7 +322,7 @@ fn host_dirty_input_is_uploaded_first() {
     ctx.kernel_fill(&mut s, &expr("x + y")).unwrap();
     ctx.kernel_sum(&mut out, &mut s, 1).unwrap();
     ctx.kernel_add(&mut out, &mut [&mut a], 0).unwrap();
-    assert!(a.device_dirty);
+    assert!(a.device_dirty());
     ctx.copy_to_host(&mut out).unwrap();
     check(&out, |c| 2 * c[0]);
     drop((a, out, s));
@@ -337,7 +337,7 @@ fn sum_over_a_dimension() {
     input.fill(|c| c[0] + 10 * c[1] + 100 * c[2]).unwrap();
     let mut out = Buffer::new("out", ElemType::I32, &[4, 6]).unwrap();
     ctx.kernel_sum(&mut out, &mut input, 1).unwrap();
-    assert!(!input.host_dirty && out.device_dirty);
+    assert!(!input.host_dirty() && out.device_dirty());
     ctx.copy_to_host(&mut out).unwrap();
     // sum over y in 0..5 of x + 10y + 100z
     check(&out, |c| 5 * c[0] + 100 + 500 * c[1]);
@@ -503,7 +503,7 @@ fn shapes_that_do_not_fit_are_errors() {
         "incompatible_buffers"
     );
     // Nothing was allocated or marked by the failed calls.
-    assert!(!out.has_device_allocation() && !out.device_dirty);
+    assert!(!out.has_device_allocation() && !out.device_dirty());
     // A buffer without host memory that is host-dirty cannot be uploaded.
     let mut nohost = Buffer::with_dims(
         "nohost",
@@ -516,7 +516,7 @@ fn shapes_that_do_not_fit_are_errors() {
         false,
     )
     .unwrap();
-    nohost.host_dirty = true;
+    nohost.set_host_dirty(true);
     assert_eq!(
         name(ctx.kernel_add(&mut nohost, &mut [], 1)),
         "host_is_null"
@@ -524,7 +524,7 @@ fn shapes_that_do_not_fit_are_errors() {
     // Empty buffers: nothing runs, the flags follow the pipeline semantics.
     let mut empty = Buffer::new("empty", ElemType::I32, &[0, 4]).unwrap();
     ctx.kernel_fill(&mut empty, &expr("x")).unwrap();
-    assert!(empty.device_dirty);
+    assert!(empty.device_dirty());
     let err = Error::UnsupportedType {
         elem: ElemType::F64,
         missing_feature: "shaderFloat64",

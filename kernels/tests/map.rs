@@ -50,7 +50,7 @@ fn randomize(buf: &mut Buffer, rng: &mut Rng) {
         }
         _ => buf.fill(|_| rng.next() as i64).unwrap(),
     }
-    buf.host_dirty = true;
+    buf.set_host_dirty(true);
 }
 
 /// An element as a map's operand: converted to `i32` as a C cast does.
@@ -137,8 +137,8 @@ fn map_agrees_with_the_host_on_random_inputs() {
         .unwrap();
         ctx.kernel_map(&mut out, &mut [&mut a, &mut b, &mut c], &value)
             .unwrap();
-        assert!(out.device_dirty && !out.host_dirty);
-        assert!(!a.host_dirty);
+        assert!(out.device_dirty() && !out.host_dirty());
+        assert!(!a.host_dirty());
         ctx.copy_to_host(&mut out).unwrap();
         check_map(&out, &value, &[&a, &b, &c], None);
         ran += 1;
@@ -180,7 +180,7 @@ fn map_in_place_through_a_strided_view() {
         let mut odd = parent.view_at("odd", dims.clone(), 1).unwrap();
         let value = Expr::parse_with("odd * 2 + x - y", &["odd"]).unwrap();
         ctx.kernel_map(&mut odd, &mut [], &value).unwrap();
-        parent.device_dirty = true;
+        parent.set_device_dirty(true);
         ctx.copy_to_host(&mut parent).unwrap();
         let expected = |c: &[i64]| {
             let old = operand(&before, c);

@@ -109,7 +109,7 @@ pub(crate) fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
         .ok_or_else(|| Error::BadDimensions(format!("{}: host memory", d.name)))?;
     let mut b = Buffer::from_host(&d.name, d.elem, d.dims.clone(), host)?;
     // Zeros, like any new buffer: nothing to upload yet.
-    b.host_dirty = false;
+    b.set_host_dirty(false);
     Ok(b)
 }
 

@@ -7,9 +7,9 @@ pub use vkcopy::memory::table::{
 };
 pub use vkcopy::types::{box_text, dense_dims, span_bytes};
 pub use vkcopy::{
-    Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim, ElemType, Emulate,
-    Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement, Policy, Role, Value,
-    COUNTER_NAMES, ENVIRONMENT, MAX_DIMS,
+    counter_names, Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim,
+    ElemType, Emulate, Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement,
+    Policy, Role, SubmitSteps, Value, ENVIRONMENT, MAX_DIMS,
 };
 
 /// Vulkan memory property flags, as placements report them.

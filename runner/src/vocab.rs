@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use crate::names;
 use crate::requires::DeviceReq;
 use crate::rt::{
-    parse_property_flag, ElemType, MemoryCaching, MemoryUsage, MemoryVisibility, Policy, Role,
-    COUNTER_NAMES,
+    counter_names, parse_property_flag, ElemType, MemoryCaching, MemoryUsage, MemoryVisibility,
+    Policy, Role,
 };
 
 /// Errors `expect_error` may name: the runtime's errors that a case can provoke.
@@ -124,7 +124,20 @@ fn role_description(r: Role) -> &'static str {
 
 /// What a counter of `expect_counters` counts.
 fn counter_description(name: &str) -> String {
-    let path = |p: &str| p.replace('_', " ");
+    let path = |p: &str| {
+        let routes = [
+            ("_imported", ", straight to or from imported host memory"),
+            ("_ring", ", through the staging ring"),
+            ("_staged", ", through a staging buffer of their own"),
+            ("_transfer", ", by vkCmdCopyBuffer"),
+            ("_shader", ", by the copy shader"),
+            ("_host", ", on the host"),
+        ];
+        match routes.iter().find(|(r, _)| p.ends_with(r)) {
+            Some((r, how)) => format!("{}{how}", p[..p.len() - r.len()].replace('_', " ")),
+            None => p.replace('_', " "),
+        }
+    };
     if let Some(p) = name.strip_prefix("copies_") {
         return format!("copies {}", path(p));
     }
@@ -226,7 +239,7 @@ names_type!(
     CounterName,
     "CounterName",
     "A counter of the context.",
-    owned(COUNTER_NAMES.iter().map(|n| (*n, counter_description(n))))
+    owned(counter_names().iter().map(|n| (*n, counter_description(n))))
 );
 
 names_type!(

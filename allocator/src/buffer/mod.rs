@@ -81,11 +81,11 @@ pub struct Buffer {
     /// Host memory holds data the device does not have: this buffer's own bit,
     /// as in Halide. [`Buffer::is_host_dirty`] also counts writes through views of
     /// the same memory; [`Buffer::set_host_dirty`] keeps views informed.
-    pub host_dirty: bool,
+    pub(crate) host_dirty: bool,
     /// Device memory holds data the host does not have: this buffer's own bit,
     /// as in Halide. [`Buffer::is_device_dirty`] also counts kernels and copies
     /// into views of the same memory; [`Buffer::set_device_dirty`] keeps views informed.
-    pub device_dirty: bool,
+    pub(crate) device_dirty: bool,
     /// The host memory's write count this buffer's device side has seen.
     pub(crate) host_seen: u64,
     /// The device memory's write count this buffer's host side has seen.

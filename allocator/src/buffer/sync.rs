@@ -21,6 +21,20 @@ pub(crate) fn seen_own_write(seen: &mut u64, before: u64) {
 }
 
 impl Buffer {
+    /// This buffer's own `host_dirty` bit, as Halide's `Buffer::host_dirty()`:
+    /// set by writes through this buffer. [`Buffer::is_host_dirty`] also counts
+    /// writes through views of the same memory.
+    pub fn host_dirty(&self) -> bool {
+        self.host_dirty
+    }
+
+    /// This buffer's own `device_dirty` bit, as Halide's `Buffer::device_dirty()`.
+    /// [`Buffer::is_device_dirty`] also counts kernels and copies into views of the
+    /// same memory.
+    pub fn device_dirty(&self) -> bool {
+        self.device_dirty
+    }
+
     /// Whether the host holds data the device lacks: `host_dirty`, or host writes
     /// through another buffer over the same host memory since this buffer last
     /// synchronised ([`Context::copy_to_device`](crate::Context::copy_to_device) or

@@ -26,7 +26,7 @@ impl Buffer {
         });
         let device = self.device.as_ref().map(|d| DeviceView {
             region: d.region.clone(),
-            offset: if d.region.device().emulate.crop_offset_from_owner() {
+            offset: if d.region.offsets_from_owner {
                 elem_offset
             } else {
                 d.offset + elem_offset

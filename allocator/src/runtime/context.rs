@@ -3,19 +3,20 @@
 //! order and dropped in reverse, as Halide's `vk_create_context` /
 //! `vk_destroy_context` do. Cheap to clone; safe to share between threads.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ash::vk;
 
-use crate::emulate::Emulate;
 use crate::error::Result;
 use crate::memory::config::AllocConfig;
 use crate::memory::policy::Policy;
 use crate::memory::table::MemoryTable;
-use crate::profile::{CopyStats, Profile};
+use crate::profile::{CopyStats, Profile, SubmitSteps};
 use crate::runtime::copy_choice::DeviceCopies;
+use crate::runtime::emulate::Emulate;
 use crate::runtime::options::{ContextOptions, DeviceCopy};
 use crate::runtime::ring::Staging;
+use crate::runtime::route::{self, HostRoutes, RouteCounts};
 use crate::runtime::streams::Streams;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
@@ -51,6 +52,12 @@ pub(crate) struct Inner {
     pub(crate) profile: Profile,
     /// How device-to-device copies are made, and what was measured to choose.
     pub(crate) device_copies: DeviceCopies,
+    /// What uploads and readbacks may use.
+    pub(crate) host_routes: HostRoutes,
+    /// Copies and bytes per route.
+    pub(crate) routes: RouteCounts,
+    /// Halide bugs brought back; read by the runtime alone.
+    pub(crate) emulate: Emulate,
     pub(crate) allocator: Arc<Allocator>,
     pub(crate) device: Arc<DeviceShared>,
 }
@@ -94,13 +101,7 @@ impl Context {
             crate::memory::table::DeviceType::Cpu => std::time::Duration::ZERO,
             _ => options.spin,
         };
-        let device = Arc::new(DeviceShared::new(
-            instance,
-            adapter,
-            emulate,
-            options.timeout,
-            spin,
-        )?);
+        let device = Arc::new(DeviceShared::new(instance, adapter, options.timeout, spin)?);
         #[cfg(feature = "simulate")]
         let simulated = options.simulate_memory.clone();
         #[cfg(not(feature = "simulate"))]
@@ -115,23 +116,33 @@ impl Context {
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
-            options.policy == Policy::Vkcopy && !allocator.is_simulated() && !device.emulate.any();
+            options.policy == Policy::Vkcopy && !allocator.is_simulated() && !emulate.any();
         // The copy shader is vkcopy's own path too: Halide copies with vkCmdCopyBuffer.
         let device_copy = match options.device_copy {
-            DeviceCopy::Auto if options.policy != Policy::Vkcopy || device.emulate.any() => {
+            DeviceCopy::Auto if options.policy != Policy::Vkcopy || emulate.any() => {
                 DeviceCopy::Transfer
             }
             m => m,
+        };
+        let host_import = import.then(|| HostImport::new(&device)).flatten();
+        let host_routes = HostRoutes {
+            import: host_import.is_some(),
+            // Per-copy staging where the copy models Halide's staging: a simulated
+            // table's placement cases, Halide's staging layout bug.
+            ring: !emulate.staging_layout_mismatch() && !allocator.is_simulated(),
         };
         Ok(Context {
             inner: Arc::new(Inner {
                 streams: Streams::default(),
                 pipelines: PipelineCache::new(&device),
-                host_import: import.then(|| HostImport::new(&device)).flatten(),
+                host_import,
                 staging: Staging::default(),
                 submitters,
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
+                host_routes,
+                routes: RouteCounts::default(),
+                emulate,
                 allocator,
                 device,
             }),
@@ -182,7 +193,7 @@ impl Context {
     /// The Halide bugs this context brings back.
     #[cfg(feature = "emulate")]
     pub fn emulate(&self) -> Emulate {
-        self.inner.device.emulate
+        self.inner.emulate
     }
 
     /// Gives back the staging chunks, coalesces free regions, destroys their cached
@@ -262,25 +273,36 @@ impl Context {
         self.inner.profile.enabled()
     }
 
+    /// Traces where the host time of each blocking submission goes (see
+    /// [`SubmitSteps`]); turning it on or off clears the trace.
+    pub fn set_step_trace(&self, on: bool) {
+        let trace = &self.inner.device.trace;
+        trace.set_enabled(on);
+        trace.take();
+    }
+
+    /// The submissions traced since the last call, in order.
+    pub fn take_step_trace(&self) -> Vec<SubmitSteps> {
+        self.inner.device.trace.take()
+    }
+
     /// Copy totals of one path so far.
     pub fn copy_stats(&self, path: CopyPath) -> CopyStats {
         self.inner.profile.get(path)
     }
 
-    /// Every counter by name: copies and bytes per path, and live objects. The
-    /// names are [`COUNTER_NAMES`].
+    /// Every counter by name: copies and bytes per path, then per route, then
+    /// live objects. The names are [`counter_names`].
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = self.stats();
         let (blocks, block_bytes) = self.inner.allocator.pool_usage();
-        let mut values = Vec::with_capacity(COUNTER_NAMES.len());
+        let mut values = Vec::with_capacity(counter_names().len());
         for p in CopyPath::ALL {
             let c = self.copy_stats(p);
             values.extend([c.copies, c.bytes]);
         }
-        let (shader_copies, shader_bytes) = self.inner.device_copies.shader_counts();
+        values.extend(self.inner.routes.values());
         values.extend([
-            shader_copies,
-            shader_bytes,
             s.regions.created(),
             s.regions.destroyed(),
             s.user_regions(),
@@ -292,7 +314,7 @@ impl Context {
             blocks as u64,
             block_bytes,
         ]);
-        COUNTER_NAMES.iter().copied().zip(values).collect()
+        counter_names().iter().copied().zip(values).collect()
     }
 
     /// Whether the Khronos validation layer is enabled on this context.
@@ -337,20 +359,8 @@ impl Context {
     }
 }
 
-/// Names of [`Context::counters`], in order: per copy path `copies_<path>` and
-/// `bytes_<path>`; the device-to-device copies the copy shader made (counted in
-/// `copies_device_to_device` too); then live objects.
-pub const COUNTER_NAMES: &[&str] = &[
-    "copies_to_device",
-    "bytes_to_device",
-    "copies_to_host",
-    "bytes_to_host",
-    "copies_device_to_device",
-    "bytes_device_to_device",
-    "copies_host_to_host",
-    "bytes_host_to_host",
-    "copies_device_to_device_shader",
-    "bytes_device_to_device_shader",
+/// Counters of live objects, after the copy counters.
+const OBJECT_COUNTERS: [&str; 10] = [
     "device_mallocs",
     "device_frees",
     "live_regions",
@@ -363,18 +373,43 @@ pub const COUNTER_NAMES: &[&str] = &[
     "block_bytes",
 ];
 
+/// Names of [`Context::counters`], in order: per copy path `copies_<path>` and
+/// `bytes_<path>`; per route `copies_<path>_<route>` and `bytes_<path>_<route>`
+/// (`imported`, `ring`, `staged` for uploads and readbacks; `transfer`, `shader`
+/// for device to device); then live objects.
+pub fn counter_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let paths = CopyPath::ALL.iter().flat_map(|p| {
+            [
+                format!("copies_{}", p.name()),
+                format!("bytes_{}", p.name()),
+            ]
+            .map(|s| &*Box::leak(s.into_boxed_str()))
+        });
+        paths
+            .chain(route::counter_names().iter().copied())
+            .chain(OBJECT_COUNTERS)
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn counter_names_follow_copy_paths() {
+    fn counter_names_follow_copy_paths_then_routes() {
+        let names = counter_names();
         for (i, p) in CopyPath::ALL.iter().enumerate() {
-            assert_eq!(COUNTER_NAMES[2 * i], format!("copies_{}", p.name()));
-            assert_eq!(COUNTER_NAMES[2 * i + 1], format!("bytes_{}", p.name()));
+            assert_eq!(names[2 * i], format!("copies_{}", p.name()));
+            assert_eq!(names[2 * i + 1], format!("bytes_{}", p.name()));
         }
         let n = 2 * CopyPath::ALL.len();
-        assert_eq!(COUNTER_NAMES[n], "copies_device_to_device_shader");
-        assert_eq!(COUNTER_NAMES[n + 1], "bytes_device_to_device_shader");
+        assert_eq!(names[n], "copies_to_device_imported");
+        assert!(names.contains(&"copies_device_to_device_shader"));
+        assert_eq!(names[names.len() - 1], "block_bytes");
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(unique.len(), names.len());
     }
 }

@@ -9,7 +9,6 @@
 //! `maxStorageBufferRange` are left to `vkCmdCopyBuffer`, which has no alignment
 //! rules and no range limit.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::runtime::options::DeviceCopy;
@@ -149,7 +148,7 @@ pub(crate) fn kernel_plan(
 
 /// How one device-to-device copy goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
+pub(crate) enum Choice {
     Transfer,
     Shader,
     /// Both ways, timed; the faster becomes the choice for the copy's size class.
@@ -181,13 +180,11 @@ pub(crate) fn class_min_bytes(bytes: u64) -> u64 {
     1 << (bytes.max(1).ilog2() / 2 * 2)
 }
 
-/// A context's device-copy mode, its measurements and the kernel's counts.
+/// A context's device-copy mode and its measurements.
 #[derive(Debug, Default)]
 pub(crate) struct DeviceCopies {
     mode: DeviceCopy,
     calibrations: Mutex<Vec<CopyCalibration>>,
-    shader_copies: AtomicU64,
-    shader_bytes: AtomicU64,
 }
 
 impl DeviceCopies {
@@ -203,11 +200,11 @@ impl DeviceCopies {
     }
 
     /// The route of a copy of `bytes`, before the kernel's own conditions.
-    pub(crate) fn route(&self, bytes: u64, contiguous: bool) -> Route {
+    pub(crate) fn choice(&self, bytes: u64, contiguous: bool) -> Choice {
         match self.mode {
-            DeviceCopy::Transfer => Route::Transfer,
-            DeviceCopy::Shader => Route::Shader,
-            DeviceCopy::Auto if bytes < SHADER_MIN_BYTES => Route::Transfer,
+            DeviceCopy::Transfer => Choice::Transfer,
+            DeviceCopy::Shader => Choice::Shader,
+            DeviceCopy::Auto if bytes < SHADER_MIN_BYTES => Choice::Transfer,
             DeviceCopy::Auto => {
                 let min = class_min_bytes(bytes);
                 let list = self.calibrations.lock().unwrap_or_else(|p| p.into_inner());
@@ -215,9 +212,9 @@ impl DeviceCopies {
                     .iter()
                     .find(|c| c.min_bytes == min && c.contiguous == contiguous)
                 {
-                    Some(c) if c.chosen == DeviceCopy::Shader => Route::Shader,
-                    Some(_) => Route::Transfer,
-                    None => Route::Calibrate,
+                    Some(c) if c.chosen == DeviceCopy::Shader => Choice::Shader,
+                    Some(_) => Choice::Transfer,
+                    None => Choice::Calibrate,
                 }
             }
         }
@@ -236,20 +233,6 @@ impl DeviceCopies {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    /// Counts a copy the kernel made.
-    pub(crate) fn count_shader(&self, bytes: u64) {
-        self.shader_copies.fetch_add(1, Ordering::Relaxed);
-        self.shader_bytes.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Copies and bytes the kernel made.
-    pub(crate) fn shader_counts(&self) -> (u64, u64) {
-        (
-            self.shader_copies.load(Ordering::Relaxed),
-            self.shader_bytes.load(Ordering::Relaxed),
-        )
     }
 }
 
@@ -381,8 +364,8 @@ mod tests {
     #[test]
     fn auto_calibrates_once_per_class() {
         let d = DeviceCopies::new(DeviceCopy::Auto);
-        assert_eq!(d.route(4096, true), Route::Transfer);
-        assert_eq!(d.route(1 << 26, true), Route::Calibrate);
+        assert_eq!(d.choice(4096, true), Choice::Transfer);
+        assert_eq!(d.choice(1 << 26, true), Choice::Calibrate);
         d.learn(CopyCalibration {
             min_bytes: 1 << 26,
             contiguous: true,
@@ -392,10 +375,10 @@ mod tests {
             gpu_timestamps: true,
             chosen: DeviceCopy::Shader,
         });
-        assert_eq!(d.route(1 << 27, true), Route::Shader);
-        assert_eq!(d.route(1 << 27, false), Route::Calibrate);
-        assert_eq!(d.route(1 << 28, true), Route::Calibrate);
+        assert_eq!(d.choice(1 << 27, true), Choice::Shader);
+        assert_eq!(d.choice(1 << 27, false), Choice::Calibrate);
+        assert_eq!(d.choice(1 << 28, true), Choice::Calibrate);
         let forced = DeviceCopies::new(DeviceCopy::Shader);
-        assert_eq!(forced.route(16, false), Route::Shader);
+        assert_eq!(forced.choice(16, false), Choice::Shader);
     }
 }

@@ -17,11 +17,12 @@ use crate::error::Result;
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_choice::{
-    class_min_bytes, kernel_plan, CopyCalibration, KernelPlan, Limits, Route, CALIBRATION_ROUNDS,
+    class_min_bytes, kernel_plan, Choice, CopyCalibration, KernelPlan, Limits, CALIBRATION_ROUNDS,
     MAX_GROUPS,
 };
 use crate::runtime::options::DeviceCopy;
 use crate::runtime::plan::CopyPlan;
+use crate::runtime::route::Via;
 use crate::vk::copy_kernel::{shader_write_barrier, Bound, Leg};
 use crate::vk::region::Region;
 use crate::vk::submit::Submitter;
@@ -78,10 +79,10 @@ impl Context {
         src: (&Region, u64),
         dst: (&Region, u64),
         transfer: &dyn Fn(vk::CommandBuffer),
-    ) -> Result<Option<Option<u64>>> {
+    ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
-        let route = choices.route(plan.bytes(), plan.chunks() == 1);
-        if route == Route::Transfer || !sub.queue().compute {
+        let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
+        if choice == Choice::Transfer || !sub.queue().compute {
             return Ok(None);
         }
         let limits = self.copy_limits();
@@ -91,16 +92,15 @@ impl Context {
                 return Ok(None);
             };
             let legs = [leg(&k, sb, db)];
-            if route == Route::Calibrate {
+            if choice == Choice::Calibrate {
                 return self.calibrate(sub, plan, &legs, transfer).map(Some);
             }
             let gpu = self.run_legs(sub, &legs, self.profiling())?;
-            choices.count_shader(plan.bytes());
-            return Ok(Some(gpu));
+            return Ok(Some((Via::Shader, gpu)));
         }
         // One region: the boxes may overlap, so the copy cannot be repeated to
         // calibrate; such copies follow the class's choice once it is known.
-        if route == Route::Calibrate {
+        if choice == Choice::Calibrate {
             return Ok(None);
         }
         let (into, out_of) = (plan.with_dense_dst(), plan.with_dense_src());
@@ -113,8 +113,7 @@ impl Context {
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.vk_buffer();
         let gpu = self.run_legs(sub, &[leg(&a, sb, tb), leg(&b, tb, db)], self.profiling())?;
-        choices.count_shader(plan.bytes());
-        Ok(Some(gpu))
+        Ok(Some((Via::Shader, gpu)))
     }
 
     /// Runs the legs in one submission, a shader-write barrier between them; with
@@ -155,7 +154,7 @@ impl Context {
         plan: &CopyPlan,
         legs: &[Leg],
         transfer: &dyn Fn(vk::CommandBuffer),
-    ) -> Result<Option<u64>> {
+    ) -> Result<(Via, Option<u64>)> {
         let (mut t, mut k) = (u64::MAX, u64::MAX);
         let mut gpu_timestamps = true;
         for _ in 0..CALIBRATION_ROUNDS {
@@ -180,9 +179,10 @@ impl Context {
             gpu_timestamps,
             chosen,
         });
-        if chosen == DeviceCopy::Shader {
-            choices.count_shader(plan.bytes());
-        }
-        Ok(self.profiling().then_some(t.min(k)))
+        let via = match chosen {
+            DeviceCopy::Shader => Via::Shader,
+            _ => Via::Transfer,
+        };
+        Ok((via, self.profiling().then_some(t.min(k))))
     }
 }

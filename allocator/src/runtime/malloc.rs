@@ -27,6 +27,13 @@ impl Context {
         Region::allocate(&self.inner.allocator, role, size).map(Arc::new)
     }
 
+    /// A region for a buffer's own device memory, addressed by its views as the
+    /// emulated Halide bugs say.
+    fn buffer_region(&self, mut region: Region) -> Arc<Region> {
+        region.offsets_from_owner = self.inner.emulate.crop_offset_from_owner();
+        Arc::new(region)
+    }
+
     /// Gives `buf` device memory of `size_in_bytes`, zero-filled as Halide's Vulkan
     /// runtime does. Keeps an existing allocation that is large enough. Leaves the
     /// dirty bits alone: a host-dirty buffer stays host-dirty.
@@ -44,7 +51,8 @@ impl Context {
             }
             buf.device = None;
         }
-        let region = self.allocate_region(Role::Device, size)?;
+        let region =
+            self.buffer_region(Region::allocate(&self.inner.allocator, Role::Device, size)?);
         self.inner.submitters.take()?.run(|cmd| {
             // SAFETY: the buffer was just created and is not in use; its size is a
             // multiple of 4 (the allocator rounds it up), so WHOLE_SIZE covers it all.
@@ -117,7 +125,7 @@ impl Context {
             )));
         }
         buf.set_device(DeviceView {
-            region: Arc::new(Region::wrapped(&self.inner.allocator, buffer, size)),
+            region: self.buffer_region(Region::wrapped(&self.inner.allocator, buffer, size)),
             offset: offset / elem,
         });
         Ok(())
@@ -153,7 +161,7 @@ impl Context {
         if let Some(view) = &buf.device {
             // Halide before #9237: the owner's release frees the region even though a
             // crop still uses it.
-            if self.inner.device.emulate.use_count_zero() && view.offset == 0 {
+            if self.inner.emulate.use_count_zero() && view.offset == 0 {
                 view.region.give_back();
             }
         }

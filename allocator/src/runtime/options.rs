@@ -46,7 +46,7 @@ pub struct ContextOptions {
     /// Reintroduces known Halide runtime bugs, so that a suite can prove it catches
     /// each of them. Default: all off.
     #[cfg(feature = "emulate")]
-    pub emulate: crate::emulate::Emulate,
+    pub emulate: crate::runtime::emulate::Emulate,
 }
 
 /// How device-to-device copies are made.
@@ -268,10 +268,12 @@ impl ContextOptions {
             #[cfg(feature = "emulate")]
             {
                 options.emulate =
-                    crate::emulate::Emulate::parse(&v).map_err(|reason| Error::BadSetting {
-                        name: "VKCOPY_EMULATE",
-                        value: v.clone(),
-                        reason,
+                    crate::runtime::emulate::Emulate::parse(&v).map_err(|reason| {
+                        Error::BadSetting {
+                            name: "VKCOPY_EMULATE",
+                            value: v.clone(),
+                            reason,
+                        }
                     })?;
             }
             #[cfg(not(feature = "emulate"))]

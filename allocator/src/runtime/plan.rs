@@ -316,5 +316,4 @@ impl Iterator for ChunkOffsets<'_> {
 }
 
 #[cfg(test)]
-#[path = "plan_tests.rs"]
 mod tests;

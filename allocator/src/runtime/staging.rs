@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::{ChunkOffsets, CopyPlan};
+use crate::runtime::transfer::MAX_REGIONS_PER_CALL;
 use crate::vk::region::Region;
 use crate::vk::submit::{Submitter, LANES};
 
@@ -35,9 +36,6 @@ const BYTES_PER_THREAD: u64 = 256 << 10;
 
 /// Most threads that copy one window's host side.
 const MAX_THREADS: usize = 16;
-
-/// Regions per `vkCmdCopyBuffer` call.
-const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
 /// Pieces (copy regions) per window, so per submission: a layout that cannot be
 /// merged records one region per element. Under the validation layer the cost of
@@ -309,7 +307,7 @@ impl Context {
         let drain = |lane: usize, pieces: Vec<Piece>, dst: &mut [u8]| -> Result<()> {
             let slot = &slots[lane];
             let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
-            self.inner.allocator.invalidate(&slot.alloc, 0, used)?;
+            self.invalidate(&slot.alloc, 0, used)?;
             let from = slot.host_ptr()?.as_ptr();
             // SAFETY: the lane was waited for, so the GPU is done with the chunk; its
             // `used` bytes are mapped; destinations lie in `dst` (checked by the
@@ -380,7 +378,7 @@ impl Context {
             // the caller); the chunk's bytes are written once each (dense layout).
             unsafe { host_copy(&pieces, src.as_ptr(), to, |p| (p.src, p.slot), true) };
             let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
-            self.inner.allocator.flush(&slot.alloc, 0, used)?;
+            self.flush(&slot.alloc, 0, used)?;
             let buffer = slot.vk_buffer();
             lanes.submit(lane, last, |cmd| {
                 record_pieces(device, cmd, &pieces, (buffer, dst.0), |p| {

@@ -10,20 +10,19 @@
 
 use ash::vk;
 
+use crate::buffer::host::HostBytes;
 use crate::buffer::{DeviceView, HostView};
 use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::CopyPlan;
+use crate::runtime::route::{Route, Via};
 use crate::types::{CopyPath, Dim};
+use crate::vk::allocator::Allocation;
 use crate::vk::submit::{Submitter, LANES};
 
-/// Copies smaller than this go through staging: importing costs an allocation and
-/// a buffer, which only pays off for larger copies.
-pub(crate) const IMPORT_MIN_BYTES: u64 = 1 << 20;
-
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
-const MAX_REGIONS_PER_CALL: usize = 1 << 16;
+pub(crate) const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
 /// Host memory is read and written fastest in whole blocks of this many bytes:
 /// a copy to or from imported host memory that starts inside a block is cut at
@@ -153,6 +152,14 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
     Ok(())
 }
 
+/// The route of one upload or readback, with what it needs.
+enum Chosen {
+    /// The imported buffer over the host memory, and the offset of its first byte.
+    Imported(vk::Buffer, u64),
+    Ring,
+    Staged,
+}
+
 impl Context {
     /// Submits one planned copy; with profiling on, returns its GPU time in ns.
     /// A plan of more chunks than a submission holds ([`Context::max_pieces`]) goes
@@ -195,36 +202,67 @@ impl Context {
         sub.run_timed(timed, record)
     }
 
-    fn record(&self, d: CopyPath, bytes: u64, start: std::time::Instant, gpu_ns: Option<u64>) {
+    /// Counts a copy on its route, and its times in the profile.
+    fn record(
+        &self,
+        path: CopyPath,
+        via: Option<Via>,
+        bytes: u64,
+        start: std::time::Instant,
+        gpu_ns: Option<u64>,
+    ) {
         let host_ns = start.elapsed().as_nanos() as u64;
-        self.inner.profile.record(d, bytes, host_ns, gpu_ns);
+        self.inner.profile.record(path, bytes, host_ns, gpu_ns);
+        if let Some(via) = via {
+            self.inner.routes.count(Route { path, via }, bytes);
+        }
     }
 
-    /// An imported buffer over `bytes` and the offset of `bytes[0]` in it, when this
-    /// context copies straight to host memory.
-    fn import(
-        &self,
-        bytes: &crate::buffer::host::HostBytes,
-        role: Role,
-    ) -> Option<(vk::Buffer, u64)> {
-        self.inner.host_import.as_ref()?.buffer(bytes, role)
+    /// The route of an upload or readback of `plan` to or from host memory `bytes`:
+    /// imported where the table says so and the import succeeds, else staged.
+    fn host_route(&self, plan: &CopyPlan, bytes: &HostBytes, role: Role) -> Chosen {
+        let table = &self.inner.host_routes;
+        if table.choose(plan.bytes()) == Via::Imported {
+            let imported = self
+                .inner
+                .host_import
+                .as_ref()
+                .and_then(|i| i.buffer(bytes, role));
+            if let Some((buffer, base)) = imported {
+                return Chosen::Imported(buffer, base);
+            }
+        }
+        match table.staging() {
+            Via::Ring => Chosen::Ring,
+            _ => Chosen::Staged,
+        }
+    }
+
+    /// Flushes host writes to a staging region, unless Halide's missing flush is
+    /// emulated.
+    pub(crate) fn flush(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
+        if self.inner.emulate.no_flush_invalidate() {
+            return Ok(());
+        }
+        self.inner.allocator.flush(a, offset, size)
+    }
+
+    /// Invalidates a staging region before the host reads it, unless Halide's
+    /// missing invalidate is emulated.
+    pub(crate) fn invalidate(&self, a: &Allocation, offset: u64, size: u64) -> Result<()> {
+        if self.inner.emulate.no_flush_invalidate() {
+            return Ok(());
+        }
+        self.inner.allocator.invalidate(a, offset, size)
     }
 
     /// Plans a copy; Halide's planning when its bug is emulated.
     pub(crate) fn plan(&self, src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<CopyPlan> {
-        if self.inner.device.emulate.min_extent_copy() {
+        if self.inner.emulate.min_extent_copy() {
             CopyPlan::halide(src, dst, elem_bytes)
         } else {
             CopyPlan::new(src, dst, elem_bytes)
         }
-    }
-
-    /// Whether staging goes through the reused ring. A simulated table stages per
-    /// copy, as Halide does, so that cases about staging placement on recorded tables
-    /// (heaps filling up, non-coherent memory) see one staging buffer per copy; so
-    /// does Halide's staging layout bug, which needs a staging buffer of its own shape.
-    fn staging_ring(&self) -> bool {
-        !self.inner.device.emulate.staging_layout_mismatch() && !self.inner.allocator.is_simulated()
     }
 
     /// How a copy goes through per-copy staging: the plan into staging, the plan out of it,
@@ -232,7 +270,7 @@ impl Context {
     /// with Halide's bug emulated it is written in the destination's layout and read
     /// in the source's.
     fn staging(&self, plan: &CopyPlan) -> (CopyPlan, CopyPlan, u64) {
-        if self.inner.device.emulate.staging_layout_mismatch() {
+        if self.inner.emulate.staging_layout_mismatch() {
             let size = plan.src_end().max(plan.dst_end());
             (plan.clone(), plan.clone(), size)
         } else {
@@ -241,7 +279,7 @@ impl Context {
     }
 
     /// Copies the intersection of a host view and a device view, host to device,
-    /// through an `upload` staging buffer.
+    /// by the route the context's table gives a copy of its size.
     pub(crate) fn upload(
         &self,
         sub: &Submitter,
@@ -256,58 +294,44 @@ impl Context {
         let start = std::time::Instant::now();
         let dst_off = dst.0.byte_offset(elem_bytes);
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
-        if plan.bytes() >= IMPORT_MIN_BYTES {
-            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-            check_host("source", src.0, mem.len(), plan.src_end())?;
-            if let Some((imported, base)) = self.import(&mem, Role::Upload) {
-                let gpu = self.submit_copy(
-                    sub,
-                    &plan,
-                    (imported, base + src.0.offset as u64),
-                    (dst.0.region.vk_buffer(), dst_off),
-                    Some(HostSide::Src),
-                )?;
-                self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
-                return Ok(());
+        let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
+        check_host("source", src.0, mem.len(), plan.src_end())?;
+        let host = &mem[src.0.offset..];
+        let device = (dst.0.region.vk_buffer(), dst_off);
+        let (via, gpu) = match self.host_route(&plan, &mem, Role::Upload) {
+            Chosen::Imported(buffer, base) => {
+                let from = (buffer, base + src.0.offset as u64);
+                let gpu = self.submit_copy(sub, &plan, from, device, Some(HostSide::Src))?;
+                (Via::Imported, gpu)
             }
-        }
-        if self.staging_ring() {
-            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-            check_host("source", src.0, mem.len(), plan.src_end())?;
-            let gpu = self.upload_staged(
-                sub,
-                &plan,
-                &mem[src.0.offset..],
-                (dst.0.region.vk_buffer(), dst_off),
-            )?;
-            self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
-            return Ok(());
-        }
-        let (pack, unpack, size) = self.staging(&plan);
-        let staging = self.allocate_region(Role::Upload, size)?;
-        {
-            let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-            check_host("source", src.0, mem.len(), plan.src_end())?;
-            let ptr = staging.host_ptr()?;
-            // SAFETY: `size` bytes are mapped; this staging region was made for this
-            // copy alone, so nothing else touches it.
-            let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
-            pack.copy_host(&mem[src.0.offset..], out);
-        }
-        self.inner.allocator.flush(&staging.alloc, 0, size)?;
-        let gpu = self.submit_copy(
-            sub,
-            &unpack,
-            (staging.alloc.buffer, 0),
-            (dst.0.region.vk_buffer(), dst_off),
-            None,
-        )?;
-        self.record(CopyPath::HostToDevice, plan.bytes(), start, gpu);
+            Chosen::Ring => (Via::Ring, self.upload_staged(sub, &plan, host, device)?),
+            Chosen::Staged => (Via::Staged, self.upload_per_copy(sub, &plan, host, device)?),
+        };
+        self.record(CopyPath::HostToDevice, Some(via), plan.bytes(), start, gpu);
         Ok(())
     }
 
+    /// Upload through a staging buffer made for this copy.
+    fn upload_per_copy(
+        &self,
+        sub: &Submitter,
+        plan: &CopyPlan,
+        host: &[u8],
+        device: (vk::Buffer, u64),
+    ) -> Result<Option<u64>> {
+        let (pack, unpack, size) = self.staging(plan);
+        let staging = self.allocate_region(Role::Upload, size)?;
+        let ptr = staging.host_ptr()?;
+        // SAFETY: `size` bytes are mapped; this staging region was made for this
+        // copy alone, so nothing else touches it.
+        let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
+        pack.copy_host(host, out);
+        self.flush(&staging.alloc, 0, size)?;
+        self.submit_copy(sub, &unpack, (staging.alloc.buffer, 0), device, None)
+    }
+
     /// Copies the intersection of a device view and a host view, device to host,
-    /// through a `readback` staging buffer.
+    /// by the route the context's table gives a copy of its size.
     pub(crate) fn readback(
         &self,
         sub: &Submitter,
@@ -324,51 +348,52 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
-        if plan.bytes() >= IMPORT_MIN_BYTES {
-            if let Some((imported, base)) = self.import(&mem, Role::Readback) {
+        let device = (src.0.region.vk_buffer(), src_off);
+        let (via, gpu) = match self.host_route(&plan, &mem, Role::Readback) {
+            Chosen::Imported(buffer, base) => {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
-                let gpu = self.submit_copy(
-                    sub,
-                    &plan,
-                    (src.0.region.vk_buffer(), src_off),
-                    (imported, base + dst.0.offset as u64),
-                    Some(HostSide::Dst),
-                );
+                let to = (buffer, base + dst.0.offset as u64);
+                let gpu = self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst));
                 if let Err(Error::Timeout { .. }) = gpu {
                     // The GPU may still be writing the memory: the write lock is held
                     // until it is idle, so no reader of the host memory races it.
                     self.inner.device.settle();
                 }
-                let gpu = gpu?;
-                self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
-                return Ok(());
+                (Via::Imported, gpu?)
             }
-        }
-        if self.staging_ring() {
-            let src = (src.0.region.vk_buffer(), src_off);
-            let gpu = self.readback_staged(sub, &plan, src, &mut mem[dst.0.offset..])?;
-            self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
-            return Ok(());
-        }
-        let (pack, unpack, size) = self.staging(&plan);
+            Chosen::Ring => {
+                let gpu = self.readback_staged(sub, &plan, device, &mut mem[dst.0.offset..])?;
+                (Via::Ring, gpu)
+            }
+            Chosen::Staged => {
+                let gpu = self.readback_per_copy(sub, &plan, device, &mut mem[dst.0.offset..])?;
+                (Via::Staged, gpu)
+            }
+        };
+        self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
+        Ok(())
+    }
+
+    /// Readback through a staging buffer made for this copy.
+    fn readback_per_copy(
+        &self,
+        sub: &Submitter,
+        plan: &CopyPlan,
+        device: (vk::Buffer, u64),
+        host: &mut [u8],
+    ) -> Result<Option<u64>> {
+        let (pack, unpack, size) = self.staging(plan);
         let staging = self.allocate_region(Role::Readback, size)?;
-        let gpu = self.submit_copy(
-            sub,
-            &pack,
-            (src.0.region.vk_buffer(), src_off),
-            (staging.alloc.buffer, 0),
-            None,
-        )?;
-        self.inner.allocator.invalidate(&staging.alloc, 0, size)?;
-        // The fence was waited for and the submission ends with a barrier to HOST_READ.
+        let gpu = self.submit_copy(sub, &pack, device, (staging.alloc.buffer, 0), None)?;
+        self.invalidate(&staging.alloc, 0, size)?;
+        // The submission was waited for and ends with a barrier to HOST_READ.
         let ptr = staging.host_ptr()?;
         // SAFETY: `size` bytes are mapped; the GPU is done with them and nothing
         // else uses this staging region.
         let staged = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
-        unpack.copy_host(staged, &mut mem[dst.0.offset..]);
-        self.record(CopyPath::DeviceToHost, plan.bytes(), start, gpu);
-        Ok(())
+        unpack.copy_host(staged, host);
+        Ok(gpu)
     }
 
     /// Copies the intersection of two device views on the device. Copies within one
@@ -394,15 +419,27 @@ impl Context {
         let device = self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
-        if let Some(gpu) =
+        if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
-            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            self.record(
+                CopyPath::DeviceToDevice,
+                Some(via),
+                plan.bytes(),
+                start,
+                gpu,
+            );
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
             let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off), None)?;
-            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            self.record(
+                CopyPath::DeviceToDevice,
+                Some(Via::Transfer),
+                plan.bytes(),
+                start,
+                gpu,
+            );
             return Ok(());
         }
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
@@ -415,7 +452,13 @@ impl Context {
             let out =
                 self.submit_copy(sub, &plan.with_dense_src(), (tb, 0), (db, dst_off), None)?;
             let gpu = into.zip(out).map(|(a, b)| a + b);
-            self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+            self.record(
+                CopyPath::DeviceToDevice,
+                Some(Via::Transfer),
+                plan.bytes(),
+                start,
+                gpu,
+            );
             return Ok(());
         }
         let gpu = self.submit(sub, |cmd| {
@@ -451,7 +494,13 @@ impl Context {
                 None,
             );
         })?;
-        self.record(CopyPath::DeviceToDevice, plan.bytes(), start, gpu);
+        self.record(
+            CopyPath::DeviceToDevice,
+            Some(Via::Transfer),
+            plan.bytes(),
+            start,
+            gpu,
+        );
         Ok(())
     }
 
@@ -477,7 +526,7 @@ impl Context {
                 .copy_host(&mem[src.0.offset..], &mut temp);
             plan.with_dense_src()
                 .copy_host(&temp, &mut mem[dst.0.offset..]);
-            self.record(CopyPath::HostToHost, plan.bytes(), start, None);
+            self.record(CopyPath::HostToHost, None, plan.bytes(), start, None);
             return Ok(());
         }
         let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
@@ -485,7 +534,7 @@ impl Context {
         check_host("source", src.0, s.len(), plan.src_end())?;
         check_host("destination", dst.0, d.len(), plan.dst_end())?;
         plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
-        self.record(CopyPath::HostToHost, plan.bytes(), start, None);
+        self.record(CopyPath::HostToHost, None, plan.bytes(), start, None);
         Ok(())
     }
 }

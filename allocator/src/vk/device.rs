@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use ash::vk;
 
-use crate::emulate::Emulate;
 use crate::error::{Error, Result, VkContext};
 use crate::memory::table::MemoryTable;
+use crate::profile::StepTrace;
 use crate::stats::Stats;
 use crate::vk::adapter::{Adapter, DeviceInfo};
 use crate::vk::instance::{lifecycle, Instance};
@@ -37,8 +37,8 @@ pub(crate) struct DeviceShared {
     /// The device's own memory table.
     pub(crate) memory: MemoryTable,
     pub(crate) stats: Stats,
-    /// Halide bugs brought back for the suite's sensitivity tests.
-    pub(crate) emulate: Emulate,
+    /// Where submissions spend their time, while traced.
+    pub(crate) trace: StepTrace,
     /// `VK_EXT_external_memory_host` and `minImportedHostPointerAlignment`, when enabled.
     pub(crate) host_import: Option<(ash::ext::external_memory_host::Device, u64)>,
     /// `VK_EXT_memory_budget` is enabled.
@@ -71,7 +71,6 @@ impl DeviceShared {
     pub(crate) fn new(
         instance: Instance,
         adapter: Adapter,
-        emulate: Emulate,
         timeout: Duration,
         spin: Duration,
     ) -> Result<Self> {
@@ -121,7 +120,7 @@ impl DeviceShared {
             info: adapter.info,
             memory: adapter.memory,
             stats: Stats::default(),
-            emulate,
+            trace: StepTrace::default(),
             host_import,
             memory_budget: adapter.memory_budget,
             timeout,

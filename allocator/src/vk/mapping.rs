@@ -31,7 +31,7 @@ impl Allocator {
 
     fn sync_mapping(&self, a: &Allocation, offset: u64, size: u64, flush: bool) -> Result<()> {
         let device = self.device();
-        if a.coherent() || a.mapped.is_none() || device.emulate.no_flush_invalidate() {
+        if a.coherent() || a.mapped.is_none() {
             return Ok(());
         }
         let (start, len) = atom_range(a, self.non_coherent_atom(), a.offset + offset, size);

@@ -26,6 +26,10 @@ pub struct Region {
     /// A staging chunk the context keeps, not a buffer's memory: counted apart
     /// so that leak checks see only what the user made.
     staging: bool,
+    /// Views of this memory count their offsets from its start rather than from
+    /// the view they were made from (Halide's crop-of-crop bug; set by the runtime
+    /// when it emulates it).
+    pub(crate) offsets_from_owner: bool,
 }
 
 impl Region {
@@ -61,6 +65,7 @@ impl Region {
             released: AtomicBool::new(false),
             writes: AtomicU64::new(0),
             staging,
+            offsets_from_owner: false,
         })
     }
 
@@ -73,6 +78,7 @@ impl Region {
             released: AtomicBool::new(false),
             writes: AtomicU64::new(0),
             staging: false,
+            offsets_from_owner: false,
         }
     }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
+use crate::profile::SubmitSteps;
 use crate::vk::device::{DeviceShared, Queue, QueueRole};
 
 /// Command buffers of a submitter; each submission signals the submitter's
@@ -155,13 +156,22 @@ impl Submitter {
 
     /// The lanes, for several submissions in flight; held until dropped.
     pub(crate) fn lanes(&self, timed: bool) -> Lanes<'_> {
+        let asked = self.device.trace.enabled().then(Instant::now);
         let c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let queries = c.queries.filter(|_| timed);
+        let steps = asked.map(|t| Steps {
+            at: Instant::now(),
+            done: SubmitSteps {
+                lock_ns: t.elapsed().as_nanos() as u64,
+                ..SubmitSteps::default()
+            },
+        });
         Lanes {
             submitter: self,
             c,
             queries,
             started: false,
+            steps,
         }
     }
 
@@ -243,6 +253,23 @@ pub(crate) struct Lanes<'a> {
     /// Timestamps from the first submission to the last.
     queries: Option<vk::QueryPool>,
     started: bool,
+    /// The steps so far and when the last ended, while the device is traced.
+    steps: Option<Steps>,
+}
+
+struct Steps {
+    at: Instant,
+    done: SubmitSteps,
+}
+
+impl Steps {
+    /// Nanoseconds since the last step ended; this step ends now.
+    fn lap(&mut self) -> u64 {
+        let now = Instant::now();
+        let ns = (now - self.at).as_nanos() as u64;
+        self.at = now;
+        ns
+    }
 }
 
 impl Lanes<'_> {
@@ -334,6 +361,9 @@ impl Lanes<'_> {
             );
             device.end_command_buffer(cmd).vk("vkEndCommandBuffer")?;
         }
+        if let Some(s) = &mut self.steps {
+            s.done.record_ns += s.lap();
+        }
         // Work of other queues that the host saw finish is visible to this one.
         let semaphore = self.submitter.semaphore;
         let (wait_sems, wait_values): (Vec<_>, Vec<_>) =
@@ -357,6 +387,9 @@ impl Lanes<'_> {
         // above every value submitted before.
         unsafe { device.queue_submit(queue, &submit, vk::Fence::null()) }
             .map_err(|r| shared.error("vkQueueSubmit", r))?;
+        if let Some(s) = &mut self.steps {
+            s.done.submit_ns += s.lap();
+        }
         if self.submitter.counted() && self.c.reached == self.c.submitted {
             shared.stats.work_started();
         }
@@ -368,7 +401,11 @@ impl Lanes<'_> {
     /// Waits until lane `i`'s work is done (at once if nothing is pending there).
     pub(crate) fn wait(&mut self, i: usize) -> Result<()> {
         let value = self.c.lanes[i].value;
-        self.submitter.wait_value(&mut self.c, value)
+        self.submitter.wait_value(&mut self.c, value)?;
+        if let Some(s) = &mut self.steps {
+            s.done.wait_ns += s.lap();
+        }
+        Ok(())
     }
 
     /// Waits for every lane; the GPU time from the first submission to the last in
@@ -376,7 +413,15 @@ impl Lanes<'_> {
     pub(crate) fn finish(mut self) -> Result<Option<u64>> {
         let last = self.c.submitted;
         self.submitter.wait_value(&mut self.c, last)?;
+        let mut steps = self.steps.take().map(|mut s| {
+            s.done.wait_ns += s.lap();
+            s.done
+        });
+        let trace = &self.submitter.device.trace;
         let Some(q) = self.queries.filter(|_| self.started) else {
+            if let Some(s) = steps {
+                trace.push(s);
+            }
             return Ok(None);
         };
         let device = &self.submitter.device.raw;
@@ -388,9 +433,12 @@ impl Lanes<'_> {
                 .vk("vkGetQueryPoolResults")?;
         }
         let period = self.submitter.timestamp_period as f64;
-        Ok(Some(
-            (ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64,
-        ))
+        let gpu = (ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64;
+        if let Some(mut s) = steps.take() {
+            s.gpu_ns = Some(gpu);
+            trace.push(s);
+        }
+        Ok(Some(gpu))
     }
 }
 

@@ -51,6 +51,12 @@ pub struct Args {
     /// round trip, printed as a table.
     #[arg(long, value_name = "RUNTIME", conflicts_with_all = ["compare", "against", "overlap"])]
     pub runtime: Option<String>,
+    /// Instead of the sweep, show where each copy's time goes: the submitter's
+    /// lock, recording, vkQueueSubmit, the wait, the GPU's time and what is
+    /// outside the submission (medians of --repeat copies; sizes default to
+    /// 4KiB,64KiB,1MiB,16MiB); writes breakdown.json (or --out).
+    #[arg(long, conflicts_with_all = ["compare", "against", "overlap", "runtime"])]
+    pub breakdown: bool,
 }
 
 impl Args {

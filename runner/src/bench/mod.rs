@@ -14,8 +14,10 @@
 //! | [`compare`] | matching vkcopy's results with CUDA's; the Markdown table |
 //! | [`chart`] | the comparison as SVG |
 //! | [`overlap`] | copies at the same time as each other and as kernels |
+//! | [`breakdown`] | where the time of one copy goes, step by step |
 
 pub mod args;
+pub mod breakdown;
 pub mod chart;
 pub mod compare;
 pub mod doc;
@@ -58,6 +60,9 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
     }
     if let Some(runtime) = &args.runtime {
         return run_halide(args, runtime, &mut print);
+    }
+    if args.breakdown {
+        return run_breakdown(args, &mut print);
     }
     let cuda = match &args.compare {
         Some(p) => Some(BenchDoc::read(p).map_err(usage)?),
@@ -176,14 +181,51 @@ fn run_overlap(args: &Args, bytes: u64, print: &mut impl FnMut(&str)) -> Result<
             .join(device_slug(&info.name))
             .join("overlap.json")
     });
+    write_json(&out, &results)?;
+    print(&format!("wrote {}", out.display()));
+    Ok(())
+}
+
+fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
+    let options = ContextOptions::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+    let ctx = Context::new(options)
+        .map_err(|e| Failure::Usage(format!("cannot create a Vulkan context: {e}")))?;
+    let info = ctx.info();
+    print(&format!(
+        "{} ({}), driver {}; medians of {} copies, microseconds",
+        info.name, info.device_type, info.driver, args.repeat
+    ));
+    let sizes = args
+        .sizes
+        .clone()
+        .unwrap_or(breakdown::DEFAULT_SIZES.to_vec());
+    let paths = args.paths.clone().unwrap_or(paths::BenchPath::ALL.to_vec());
+    print(&breakdown::heading());
+    let rows = breakdown::run(&ctx, &paths, &sizes, args.repeat).map_err(Failure::Usage)?;
+    for r in &rows {
+        print(&breakdown::row(r));
+    }
+    let messages = ctx.take_validation_messages();
+    if !messages.is_empty() {
+        return Err(Failure::Validation(messages.join("\n  ")));
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports/out")
+            .join(device_slug(&info.name))
+            .join("breakdown.json")
+    });
+    write_json(&out, &rows)?;
+    print(&format!("wrote {}", out.display()));
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON, making the folder.
+fn write_json(out: &Path, value: &impl serde::Serialize) -> Result<(), Failure> {
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure::Usage(e.to_string()))?;
     }
-    let json = serde_json::to_string_pretty(&results).map_err(|e| Failure::Usage(e.to_string()))?;
-    std::fs::write(&out, json + "\n")
-        .map_err(|e| Failure::Usage(format!("{}: {e}", out.display())))?;
-    print(&format!("wrote {}", out.display()));
-    Ok(())
+    let json = serde_json::to_string_pretty(value).map_err(|e| Failure::Usage(e.to_string()))?;
+    std::fs::write(out, json + "\n").map_err(|e| Failure::Usage(format!("{}: {e}", out.display())))
 }
 
 /// `name` in the folder of `file`.

@@ -45,7 +45,8 @@ fn err(e: impl std::fmt::Display) -> String {
 fn device_dirty(ctx: &Context, name: &str, bytes: u64) -> Result<Buffer, String> {
     let mut b = HostMemory::Aligned.buffer(name, bytes)?;
     ctx.copy_to_device(&mut b).map_err(err)?;
-    (b.host_dirty, b.device_dirty) = (false, true);
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     Ok(b)
 }
 
@@ -55,17 +56,17 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     let mut up = HostMemory::Aligned.buffer("up", bytes)?;
     ctx.copy_to_device(&mut up).map_err(err)?;
     let readback = |b: &mut Buffer| -> Result<(), String> {
-        b.device_dirty = true;
+        b.set_device_dirty(true);
         ctx.copy_to_host(b).map_err(err)
     };
     let t_down = best(runs, || readback(&mut down))?;
     let t_up = best(runs, || {
-        up.host_dirty = true;
+        up.set_host_dirty(true);
         ctx.copy_to_device(&mut up).map_err(err)
     })?;
     let t_both = best(runs, || {
-        down.device_dirty = true;
-        up.host_dirty = true;
+        down.set_device_dirty(true);
+        up.set_host_dirty(true);
         let r = ctx.start_copy_to_host(&mut down).map_err(err)?;
         let u = ctx.start_copy_to_device(&mut up).map_err(err)?;
         r.wait().map_err(err)?;
@@ -101,7 +102,7 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     let mut target = target((elems.clamp(1024.0, (1u64 << 28) as f64)) * t_down / first)?;
     let t_kernel = best(runs, || ctx.kernel_fill(&mut target, &fill).map_err(err))?;
     let t_overlap = best(runs, || {
-        down.device_dirty = true;
+        down.set_device_dirty(true);
         let r = ctx.start_copy_to_host(&mut down).map_err(err)?;
         ctx.kernel_fill(&mut target, &fill).map_err(err)?;
         r.wait().map_err(err).map(|_| ())

@@ -78,13 +78,13 @@ pub fn copy(ctx: &Context, path: BenchPath, bufs: &mut Pair) -> Result<(), Error
 }
 
 fn readback(ctx: &Context, b: &mut Buffer) -> Result<(), Error> {
-    b.host_dirty = false;
-    b.device_dirty = true;
+    b.set_host_dirty(false);
+    b.set_device_dirty(true);
     ctx.copy_to_host(b)
 }
 
 fn upload(ctx: &Context, b: &mut Buffer) -> Result<(), Error> {
-    b.device_dirty = false;
-    b.host_dirty = true;
+    b.set_device_dirty(false);
+    b.set_host_dirty(true);
     ctx.copy_to_device(b)
 }

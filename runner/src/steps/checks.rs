@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::rt::{parse_property_flag, Buffer, Expr, MemoryPropertyFlags, Role, COUNTER_NAMES};
+use crate::rt::{counter_names, parse_property_flag, Buffer, Expr, MemoryPropertyFlags, Role};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
 use crate::steps::state::{State, StepError};
@@ -149,10 +149,16 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             has_device: *has_device,
         },
         Step::ExpectCounters(map) => {
-            if let Some(bad) = map.keys().find(|k| !COUNTER_NAMES.contains(&k.as_str())) {
-                return Err(p.err(format!(
-                    "unknown counter '{bad}'; counters are {COUNTER_NAMES:?}"
-                )));
+            let names = counter_names();
+            if let Some(bad) = map.keys().find(|k| !names.contains(&k.as_str())) {
+                let hint = match crate::names::suggest(bad, names)[..] {
+                    [one] => format!("did you mean {one}?"),
+                    ref some if (2..=4).contains(&some.len()) => {
+                        format!("did you mean one of {}?", some.join(", "))
+                    }
+                    _ => "cases/REFERENCE.md lists the counters (CounterName)".into(),
+                };
+                return Err(p.err(format!("unknown counter '{bad}'; {hint}")));
             }
             Op::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
         }
@@ -212,7 +218,7 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             has_device,
         } => {
             let b = s.get(*buffer)?;
-            let got = [b.host_dirty, b.device_dirty, b.has_device_allocation()];
+            let got = [b.host_dirty(), b.device_dirty(), b.has_device_allocation()];
             flags_as_expected(b.name(), [*host_dirty, *device_dirty, *has_device], got)
                 .map_err(StepError::Check)
         }

@@ -578,7 +578,7 @@ fn add_host(
         let mut ins = Vec::new();
         for &i in inputs {
             let b = s.get(i)?;
-            if b.device_dirty {
+            if b.device_dirty() {
                 return Err(StepError::Check(format!(
                     "add_host: input {} is device-dirty: its host memory is stale (copy_to_host first)",
                     b.name()

@@ -366,19 +366,19 @@ fn copy_once(s: &mut State, timed: &Timed) -> Result<(), StepError> {
     match timed {
         Timed::CopyToHost(b) => {
             let b = s.get_mut(*b)?;
-            b.host_dirty = false;
-            b.device_dirty = true;
+            b.set_host_dirty(false);
+            b.set_device_dirty(true);
             ctx.copy_to_host(b)?;
         }
         Timed::CopyToDevice(b) => {
             let b = s.get_mut(*b)?;
-            b.device_dirty = false;
-            b.host_dirty = true;
+            b.set_device_dirty(false);
+            b.set_host_dirty(true);
             ctx.copy_to_device(b)?;
         }
         Timed::DeviceToDevice { from, to } => {
             let (src, dst) = s.pair(*from, *to)?;
-            if src.host_dirty || src.device_view().is_none() {
+            if src.host_dirty() || src.device_view().is_none() {
                 return Err(StepError::Check(format!(
                     "measure: {} has no up-to-date device data; copy it to the device first",
                     src.name()
