@@ -1,3 +1,5 @@
+use super::parse::MAX_NESTING;
+use super::vm::{div, rem};
 use super::*;
 
 fn parse(src: &str) -> Expr {
