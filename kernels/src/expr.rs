@@ -343,5 +343,157 @@ impl Compiled {
     }
 }
 
+/// Tests of the API, and the helpers the tests of every module below share.
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    pub(super) fn parse(src: &str) -> Expr {
+        Expr::parse(src).unwrap_or_else(|e| panic!("{src:?}: {e}"))
+    }
+
+    /// Value of `src` at `coords`, checking that `Compiled` agrees.
+    pub(super) fn at(src: &str, coords: &[i64]) -> i64 {
+        let e = parse(src);
+        let v = e.eval(coords);
+        assert_eq!(e.compile().eval(coords), v, "{src:?} at {coords:?}");
+        v
+    }
+
+    pub(super) fn value(src: &str) -> i64 {
+        at(src, &[])
+    }
+
+    fn error(src: &str) -> ExprError {
+        match Expr::parse(src) {
+            Ok(e) => panic!("{src:?} parsed as {e:?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Checks the offset and that the message contains `message`.
+    pub(super) fn check_error(src: &str, offset: usize, message: &str) {
+        let e = error(src);
+        assert_eq!(e.offset, offset, "{src:?}: {e}");
+        assert!(e.message.contains(message), "{src:?}: {e}");
+    }
+
+    /// Expressions covering every operation, for comparing evaluators.
+    pub(super) const CORPUS: &[&str] = &[
+        "x + 256*y",
+        "3*x + 2*y + z + 4*w",
+        "((x+y)%8)*16 + 120",
+        "clamp(max(x, y), 20, 100)",
+        "x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)",
+        "-x - 3*(y - 2*x) + 7",
+        "(x + 1) * (y - 1)",
+        "x / 3 + y % 5 - x / y - x % y",
+        "x / -3 + y % -5",
+        "abs(x - y) + min(x, -y) * max(y, 2)",
+        "select(x < y, x * 2, y / 0) + (x % 0)",
+        "not x or y and not y < 3",
+        "x < y < 5 or -2 <= x - y != 1",
+        "1 if x == 0 else 2 if y == 0 else x * y",
+        "x * 9223372036854775807 + y * -9223372036854775808",
+        "d4 + d15 * 2 - w",
+        "2 * (3 * (x + 1) - 4) + -(y * 5)",
+        "x * y",
+        "7",
+        "x - x + 3",
+    ];
+
+    #[test]
+    fn api() {
+        let e = parse("x + 256*y");
+        assert_eq!(e.source(), "x + 256*y");
+        assert_eq!(e.to_string(), "x + 256*y");
+        assert_eq!("x + 256*y".parse::<Expr>(), Ok(e.clone()));
+        assert_eq!(Expr::try_from("x + 256*y"), Ok(e.clone()));
+        assert_eq!(e.max_dim(), Some(1));
+        assert_eq!(e.is_constant(), None);
+        assert_eq!(parse("x").max_dim(), Some(0));
+        assert_eq!(parse("d15 + x").max_dim(), Some(15));
+        assert_eq!(parse("1 + 2").max_dim(), None);
+        assert_eq!(parse("1 + 2 * 3").is_constant(), Some(7));
+        assert_eq!(parse("3 if 1 < 2 < 3 else 4").is_constant(), Some(3));
+        assert_eq!(parse("select(0, 1, -(2))").is_constant(), Some(-2));
+        assert_eq!(parse("x * 0").is_constant(), None);
+        for v in [0, 1, -1, 42, i64::MAX, i64::MIN] {
+            let c = Expr::constant(v);
+            assert_eq!(c.is_constant(), Some(v));
+            assert_eq!(c.eval(&[1, 2]), v);
+            assert_eq!(c.compile().eval(&[]), v);
+            assert_eq!(parse(c.source()).is_constant(), Some(v));
+        }
+        let err = error("x + q");
+        assert_eq!(
+            err.to_string(),
+            "column 5: unknown name 'q'; coordinates are x, y, z, w, d4..d15"
+        );
+    }
+
+    #[test]
+    fn inputs() {
+        let e = Expr::parse_with("clamp(f, 20, 100) + g * x", &["f", "g"]).unwrap();
+        assert_eq!(e.eval_with(&[2], &[7, 3]), 26);
+        assert_eq!(e.eval_with(&[2], &[500, -1]), 98);
+        // Missing inputs are 0, as missing coordinates are; eval reads none.
+        assert_eq!(e.eval_with(&[2], &[]), 20);
+        assert_eq!(e.eval(&[2]), 20);
+        assert!(e.uses_input(0) && e.uses_input(1) && !e.uses_input(2));
+        assert_eq!(e.max_dim(), Some(0));
+        assert_eq!(e.is_constant(), None);
+        assert_eq!(
+            e.to_wgsl_with(&|d| format!("c{d}"), &|j| format!("a{j}")),
+            "(max(min(a0, 100i), 20i) + (a1 * c0))"
+        );
+        // Inputs are not folded as constants, and not affine.
+        let e = Expr::parse_with("a + 1 + 2", &["a"]).unwrap();
+        assert_eq!(e.eval_with(&[], &[4]), 7);
+        assert_eq!(e.compile().eval(&[]), 3);
+        // Names of inputs, and what may not be one.
+        assert_eq!(
+            Expr::parse_with("h", &["g"]).unwrap_err().to_string(),
+            "column 1: unknown name 'h'; coordinates are x, y, z, w, d4..d15; inputs are g"
+        );
+        for (name, why) in [
+            ("x", "'x' is a coordinate, so it cannot name an input"),
+            ("d7", "'d7' is a coordinate, so it cannot name an input"),
+            (
+                "min",
+                "'min' is a keyword or function, so it cannot name an input",
+            ),
+            (
+                "if",
+                "'if' is a keyword or function, so it cannot name an input",
+            ),
+            (
+                "a-b",
+                "'a-b' cannot be an input of an expression: names are letters, digits and _",
+            ),
+            (
+                "1a",
+                "'1a' cannot be an input of an expression: names are letters, digits and _",
+            ),
+        ] {
+            assert_eq!(Expr::check_input_name(name).unwrap_err(), why);
+            assert_eq!(Expr::parse_with("1", &[name]).unwrap_err().message, why);
+        }
+        for name in ["out", "input", "d0", "d16", "f_2", "_t"] {
+            Expr::check_input_name(name).unwrap();
+        }
+        // A name that is an input is the input, not the coordinate it would be.
+        let e = Expr::parse_with("d0 + d16", &["d0", "d16"]).unwrap();
+        assert_eq!(e.eval_with(&[100], &[1, 2]), 3);
+    }
+
+    #[test]
+    fn expansion_is_bounded() {
+        // Each level repeats the whole inner chain in WGSL: 2^200 without a bound.
+        let mut src = "x".to_owned();
+        for _ in 0..200 {
+            src = format!("0 < ({src}) < 9");
+        }
+        check_error(&src, 0, "expression too large");
+    }
+}

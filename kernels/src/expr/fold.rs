@@ -94,3 +94,80 @@ pub(super) fn fold(ops: Vec<Op>) -> Vec<Op> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::tests::{at, parse, CORPUS};
+    use crate::expr::Kind;
+
+    #[test]
+    fn compiled_matches_eval() {
+        let samples: [i64; 16] = [
+            -1000,
+            -65,
+            -8,
+            -3,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            7,
+            40,
+            55,
+            56,
+            255,
+            1 << 40,
+        ];
+        for src in CORPUS {
+            let e = parse(src);
+            let c = e.compile();
+            for &a in &samples {
+                for &b in &samples {
+                    let coords = [
+                        a,
+                        b,
+                        a ^ b,
+                        b.wrapping_sub(a),
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        a,
+                        b,
+                    ];
+                    for len in [coords.len(), 2, 1, 0] {
+                        let coords = &coords[..len];
+                        assert_eq!(c.eval(coords), e.eval(coords), "{src:?} at {coords:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn compiled_affine() {
+        // Affine forms take the fast path; check it really is the same function.
+        for src in [
+            "x + 256*y",
+            "3*x + 2*y + z + 4*w",
+            "-(x - 2) * 3 + y * (2 - 5)",
+            "x - x",
+        ] {
+            assert!(
+                matches!(parse(src).compile().kind, Kind::Affine { .. }),
+                "{src}"
+            );
+        }
+        assert!(matches!(parse("x * y").compile().kind, Kind::Ops { .. }));
+        assert!(matches!(parse("2 * 3").compile().kind, Kind::Constant(6)));
+        assert_eq!(at("-(x - 2) * 3 + y * (2 - 5)", &[4, 10]), -36);
+    }
+}

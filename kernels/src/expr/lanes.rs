@@ -145,3 +145,47 @@ fn compare(cmp: Cmp, a: &mut Lanes, b: &Lanes) {
         Cmp::Ne => map2(a, b, |a, b| i64::from(a != b)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::tests::{parse, CORPUS};
+
+    #[test]
+    fn eval_row_matches_eval() {
+        let starts = [-1000, -70, -1, 0, 3, 50, i64::MAX - 40];
+        for src in CORPUS
+            .iter()
+            .chain(&["x", "x * x", "40 <= x < 56", "(x + y) % 7"])
+        {
+            let e = parse(src);
+            let c = e.compile();
+            for len in [0, 1, 15, 16, 17, 64, 65, 200] {
+                for x0 in starts {
+                    for rest in [&[][..], &[7][..], &[-3, 2, 1, 0, 5][..]] {
+                        let mut coords = vec![x0];
+                        coords.extend_from_slice(rest);
+                        let mut row = vec![i64::MIN + 1; len];
+                        c.eval_row(&coords, &mut row);
+                        for (i, &v) in row.iter().enumerate() {
+                            coords[0] = x0.wrapping_add(i as i64);
+                            assert_eq!(v, e.eval(&coords), "{src:?} at {coords:?}");
+                        }
+                    }
+                }
+            }
+            // No coordinates: dimension 0 starts at 0, the others are 0.
+            let mut row = vec![0; 100];
+            c.eval_row(&[], &mut row);
+            for (i, &v) in row.iter().enumerate() {
+                assert_eq!(v, e.eval(&[i as i64]), "{src:?} at {i}");
+            }
+        }
+        // Deeper than the inline lane stack.
+        let deep = parse("x + (x + (x + (x + (x + (x + (x + (x + (x + (x * x)))))))))");
+        let mut row = vec![0; 130];
+        deep.compile().eval_row(&[-5, 1], &mut row);
+        for (i, &v) in row.iter().enumerate() {
+            assert_eq!(v, deep.eval(&[-5 + i as i64]));
+        }
+    }
+}

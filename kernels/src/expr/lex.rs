@@ -152,3 +152,41 @@ fn int_literal(text: &str) -> Result<u64, String> {
 pub(super) fn too_large() -> String {
     format!("integer literal too large; the largest is {}", i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::tests::{check_error, value};
+
+    #[test]
+    fn literals() {
+        assert_eq!(value("42"), 42);
+        assert_eq!(value("0"), 0);
+        assert_eq!(value("0x1F"), 31);
+        assert_eq!(value("0Xff"), 255);
+        assert_eq!(value("1_000_000"), 1_000_000);
+        assert_eq!(value("0xFF_FF"), 0xffff);
+        assert_eq!(value("9223372036854775807"), i64::MAX);
+        assert_eq!(value("-9223372036854775808"), i64::MIN);
+        assert_eq!(value("0x7fff_ffff_ffff_ffff"), i64::MAX);
+        assert_eq!(value(" \t\n 7 \r\n"), 7);
+    }
+
+    #[test]
+    fn errors() {
+        check_error("x $ y", 2, "unexpected character '$'");
+        check_error("x + é", 4, "unexpected character 'é'");
+        check_error("x && y", 2, "use 'and'");
+        check_error("x || y", 2, "use 'or'");
+        check_error("!x", 0, "use 'not'");
+        check_error("x = 1", 2, "use '=='");
+        check_error("x // 2", 2, "'//'");
+        check_error("x + 1.5", 4, "floating-point");
+        check_error("2x", 0, "invalid integer literal '2x'");
+        check_error("0x", 0, "invalid integer literal '0x'");
+        check_error("0xg", 0, "invalid integer literal '0xg'");
+        check_error("007", 0, "leading zeros");
+        check_error("99999999999999999999999", 0, "integer literal too large");
+        check_error("-99999999999999999999999", 1, "integer literal too large");
+        check_error("0x1_0000_0000_0000_0000", 0, "integer literal too large");
+    }
+}

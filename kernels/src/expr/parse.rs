@@ -10,7 +10,7 @@ use super::vm::{Bin, Op};
 
 /// How deep parentheses and argument lists may nest: the parser recurses once
 /// per level.
-pub(super) const MAX_NESTING: usize = 256;
+const MAX_NESTING: usize = 256;
 
 const COORDINATES: &str = "coordinates are x, y, z, w, d4..d15";
 const FUNCTIONS: &str = "functions are min, max, clamp, abs, select";
@@ -381,5 +381,209 @@ impl<'a> Parser<'a> {
                 format!("expected {expected}, found {}", self.found(t)),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::tests::{at, check_error, value};
+    use crate::expr::Expr;
+
+    #[test]
+    fn precedence() {
+        for (src, expected) in [
+            ("1 + 2 * 3", 7),
+            ("(1 + 2) * 3", 9),
+            ("- 2 * 3", -6),
+            ("-7 / 2", -4),
+            ("-(7 / 2)", -3),
+            ("2 * 3 % 4", 2),
+            ("2 * (3 % 4)", 6),
+            ("10 - 3 - 2", 5),
+            ("100 / 10 / 5", 2),
+            ("1 + 2 < 4", 1),
+            ("1 + (2 < 4)", 2),
+            ("1 if 0 else 2 if 0 else 3", 3),
+            ("1 if 0 else 2 if 1 else 3", 2),
+            ("1 if 1 else 2 if 0 else 3", 1),
+            ("1 + 1 if 0 else 5", 5),
+            ("1 + 1 if 1 else 5", 2),
+            ("5 if 0 or 1 else 6", 5),
+            ("2 * -3", -6),
+            ("2 - -3", 5),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+    }
+
+    #[test]
+    fn comparisons() {
+        for (src, expected) in [
+            ("1 < 2", 1),
+            ("2 < 2", 0),
+            ("2 <= 2", 1),
+            ("3 > 2", 1),
+            ("2 >= 3", 0),
+            ("2 == 2", 1),
+            ("2 != 2", 0),
+            ("1 < 2 < 3", 1),
+            ("1 < 3 < 2", 0),
+            ("3 < 1 < 2", 0),
+            ("3 > 2 > 1", 1),
+            ("1 == 1 != 2", 1),
+            ("1 < 2 < 3 < 4 < 5", 1),
+            ("1 < 2 < 3 < 3 < 5", 0),
+            // Not (1 < 2) < 0.
+            ("1 < 2 > 0", 1),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+        for (x, expected) in [(39, 0), (40, 1), (55, 1), (56, 0)] {
+            assert_eq!(at("40 <= x < 56", &[x]), expected, "x = {x}");
+        }
+        // The middle operand is computed once and used by both links.
+        for x in -3..10 {
+            let expected = i64::from(0 < x - 1 && x - 1 < 5);
+            assert_eq!(at("0 < x - 1 < 5", &[x]), expected);
+        }
+        assert_eq!(at("x < y <= z", &[1, 2, 2]), 1);
+        assert_eq!(at("x < y <= z", &[1, 3, 2]), 0);
+        assert_eq!(at("x < y <= z", &[2, 2, 2]), 0);
+    }
+
+    #[test]
+    fn logic() {
+        for (src, expected) in [
+            ("2 and 3", 1),
+            ("2 and 0", 0),
+            ("0 or 5", 1),
+            ("0 or 0", 0),
+            ("not 0", 1),
+            ("not 7", 0),
+            ("not not 7", 1),
+            ("not not not 7", 0),
+            ("not not not not 7", 1),
+            ("not 1 == 0", 1),
+            ("1 or 0 and 0", 1),
+            ("0 and 1 or 1", 1),
+            ("(1 or 0) and 0", 0),
+            ("not 0 and 0", 0),
+        ] {
+            assert_eq!(value(src), expected, "{src}");
+        }
+        assert_eq!(at("not x < 3", &[2]), 0);
+        assert_eq!(at("not x", &[0]), 1);
+        assert_eq!(at("x and y", &[4, -1]), 1);
+    }
+
+    #[test]
+    fn conditional() {
+        assert_eq!(at("7 if x > 2 else 0", &[3]), 7);
+        assert_eq!(at("7 if x > 2 else 0", &[2]), 0);
+        for (x, expected) in [(0, 1), (1, 2), (2, 3), (-1, 3)] {
+            assert_eq!(at("1 if x == 0 else 2 if x == 1 else 3", &[x]), expected);
+        }
+        let src = "x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)";
+        assert_eq!(at(src, &[40, 40]), 40 + 256 * 40 + 7);
+        assert_eq!(at(src, &[56, 40]), 56 + 256 * 40);
+        assert_eq!(at(src, &[50, 39]), 50 + 256 * 39);
+        // Conditions inside conditions need parentheses, as in Python.
+        assert_eq!(at("(1 if x else 2) if y else 3", &[0, 1]), 2);
+        assert_eq!(at("x if (y if z else 0) else 9", &[5, 1, 1]), 5);
+    }
+
+    #[test]
+    fn errors() {
+        check_error("", 0, "empty expression");
+        check_error("   ", 0, "empty expression");
+        check_error(
+            "x + q",
+            4,
+            "unknown name 'q'; coordinates are x, y, z, w, d4..d15",
+        );
+        check_error("foo", 0, "unknown name 'foo'");
+        check_error("d16", 0, "no coordinate 'd16'");
+        check_error("x + d99999999999999999999999", 4, "no coordinate");
+        check_error("d2", 0, "'d2' is written 'z'");
+        check_error("d05", 0, "unknown name 'd05'");
+        check_error("(x + 1", 0, "unclosed '('");
+        check_error("x * ((y + 1)", 4, "unclosed '('");
+        check_error("x + 1)", 5, "unmatched ')'");
+        check_error("(x + 1))", 7, "unmatched ')'");
+        check_error("(x 1)", 3, "expected ')', found '1'");
+        check_error("()", 1, "expected an operand, found ')'");
+        check_error("clamp(x, 1)", 0, "clamp takes 3 arguments, got 2");
+        check_error("x + abs()", 4, "abs takes 1 argument, got 0");
+        check_error("min(1, 2, 3)", 0, "min takes 2 arguments, got 3");
+        check_error("select(1)", 0, "select takes 3 arguments, got 1");
+        check_error("min(1 2)", 6, "expected ',' or ')', found '2'");
+        check_error(
+            "min(1,",
+            6,
+            "expected an operand, found the end of the expression",
+        );
+        check_error("min(1,)", 6, "expected an operand, found ')'");
+        check_error("min(1", 3, "unclosed '('");
+        check_error("foo(1)", 0, "unknown function 'foo'");
+        check_error("min + 1", 0, "'min' is a function");
+        check_error("x y", 2, "expected an operator, found 'y'");
+        check_error("x (1)", 0, "unknown function 'x'");
+        check_error("x 1", 2, "expected an operator, found '1'");
+        check_error("x + 9223372036854775808", 4, "integer literal too large");
+        check_error(
+            "x +",
+            3,
+            "expected an operand, found the end of the expression",
+        );
+        check_error("x + * y", 4, "expected an operand, found '*'");
+        check_error("+x", 0, "expected an operand, found '+'");
+        check_error(
+            "x if y",
+            6,
+            "expected 'else', found the end of the expression",
+        );
+        check_error("x if y z", 7, "expected 'else', found 'z'");
+        check_error("x + and", 4, "expected an operand, found 'and'");
+        check_error("x < not y", 4, "expected an operand, found 'not'");
+        check_error("if(1)", 0, "expected an operand, found 'if'");
+    }
+
+    #[test]
+    fn deep_nesting() {
+        let src = format!("{}x{}", "(".repeat(100_000), ")".repeat(100_000));
+        check_error(&src, MAX_NESTING, "nested too deeply");
+        let src = format!("{}x{}", "min(1, ".repeat(100_000), ")".repeat(100_000));
+        check_error(&src, MAX_NESTING * 7 + 3, "nested too deeply");
+        check_error(&"(".repeat(100_000), MAX_NESTING, "nested too deeply");
+        // Up to the limit is fine, and needs little stack.
+        let src = format!(
+            "{}x{}",
+            "(-x + (".repeat(MAX_NESTING / 2),
+            "))".repeat(MAX_NESTING / 2)
+        );
+        let e = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || Expr::parse(&src))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(e.eval(&[3]), 3 - 3 * (MAX_NESTING as i64 / 2));
+        // Long flat chains loop rather than recurse.
+        let long = vec!["x"; 100_000].join(" + ");
+        assert_eq!(at(&long, &[2]), 200_000);
+        let mut long = "-".repeat(100_001);
+        long.push('x');
+        assert_eq!(at(&long, &[2]), -2);
+        let long = format!("{}x", "not ".repeat(100_001));
+        assert_eq!(at(&long, &[2]), 0);
+        let long = format!("{}0", "x if y else ".repeat(10_000));
+        assert_eq!(at(&long, &[5, 1]), 5);
+        assert_eq!(at(&long, &[5, 0]), 0);
+        let long = format!("0 < {}", vec!["x"; 10_000].join(" < "));
+        assert_eq!(at(&long, &[1]), 0);
+        let long = format!("0 <= {}", vec!["x"; 10_000].join(" <= "));
+        assert_eq!(at(&long, &[1]), 1);
     }
 }

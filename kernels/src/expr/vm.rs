@@ -211,3 +211,113 @@ pub(super) fn measure(ops: &[Op]) -> (usize, u64) {
     }
     (depth, sizes.first().copied().unwrap_or(0))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::tests::{at, parse, value};
+
+    #[test]
+    fn coordinates() {
+        let coords: Vec<i64> = (0..16).map(|d| 10 + d).collect();
+        for (name, d) in [("x", 0), ("y", 1), ("z", 2), ("w", 3), ("d4", 4), ("d9", 9)] {
+            assert_eq!(at(name, &coords), coords[d], "{name}");
+        }
+        assert_eq!(at("d15", &coords), 25);
+        // Missing coordinates are 0.
+        assert_eq!(at("x + y + d15", &[1]), 1);
+        assert_eq!(at("d15", &[]), 0);
+        assert_eq!(at("x", &[-5]), -5);
+    }
+
+    #[test]
+    fn arithmetic() {
+        assert_eq!(at("x + 256*y", &[3, 5]), 1283);
+        assert_eq!(at("3*x + 2*y + z + 4*w", &[1, 2, 3, 4]), 26);
+        assert_eq!(at("((x+y)%8)*16 + 120", &[5, 6]), 3 * 16 + 120);
+        assert_eq!(at("x - y", &[3, 5]), -2);
+        assert_eq!(at("-x", &[3]), -3);
+        assert_eq!(at("--x", &[3]), 3);
+        assert_eq!(at("- - -x", &[3]), -3);
+        assert_eq!(at("(x + y) * 2", &[3, 5]), 16);
+        assert_eq!(at("x / 4", &[17]), 4);
+        assert_eq!(at("x % 4", &[17]), 1);
+        assert_eq!(value("((((1))))"), 1);
+    }
+
+    #[test]
+    fn halide_division() {
+        assert_eq!(value("-7 / 2"), -4);
+        assert_eq!(value("-7 % 2"), 1);
+        assert_eq!(value("7 / -2"), -3);
+        assert_eq!(value("7 % -2"), 1);
+        assert_eq!(value("-7 / -2"), 4);
+        assert_eq!(value("-7 % -2"), 1);
+        assert_eq!(value("7 / 2"), 3);
+        assert_eq!(value("-8 / 2"), -4);
+        assert_eq!(value("-8 % 2"), 0);
+        assert_eq!(value("7 / 0"), 0);
+        assert_eq!(value("7 % 0"), 0);
+        assert_eq!(at("x / 0", &[-9]), 0);
+        assert_eq!(at("x % 0", &[-9]), 0);
+        assert_eq!(at("x / y", &[-7, 2]), -4);
+        assert_eq!(at("x % y", &[-7, 2]), 1);
+        assert_eq!(at("x / y", &[7, -2]), -3);
+        assert_eq!(at("x % y", &[7, -2]), 1);
+        // The Euclidean identity, everywhere the divisor is non-zero.
+        let e = parse("(x / y) * y + x % y == x and 0 <= x % y < abs(y)");
+        let c = e.compile();
+        for a in -20..=20 {
+            for b in (-6..=6).filter(|&b| b != 0) {
+                assert_eq!(e.eval(&[a, b]), 1, "{a} / {b}");
+                assert_eq!(c.eval(&[a, b]), 1, "{a} / {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn functions() {
+        assert_eq!(at("min(x, y)", &[3, 5]), 3);
+        assert_eq!(at("max(x, y)", &[3, 5]), 5);
+        assert_eq!(at("min(x, -y)", &[3, 5]), -5);
+        assert_eq!(at("clamp(x, 20, 100)", &[5]), 20);
+        assert_eq!(at("clamp(x, 20, 100)", &[50]), 50);
+        assert_eq!(at("clamp(x, 20, 100)", &[500]), 100);
+        // Halide's clamp: lo wins when lo > hi.
+        assert_eq!(at("clamp(x, 100, 20)", &[50]), 100);
+        assert_eq!(at("clamp(max(x, y), 20, 100)", &[30, 70]), 70);
+        assert_eq!(at("abs(x)", &[-5]), 5);
+        assert_eq!(at("abs(x)", &[5]), 5);
+        assert_eq!(at("select(x, 10, 20)", &[1]), 10);
+        assert_eq!(at("select(x, 10, 20)", &[0]), 20);
+        assert_eq!(at("select(x < 8, 1, 2)", &[9]), 2);
+        assert_eq!(at("max(min(x, 3), min(y, 4))", &[9, 1]), 3);
+        assert_eq!(at("abs ( x - y )", &[3, 8]), 5);
+    }
+
+    #[test]
+    fn wrapping() {
+        assert_eq!(value("9223372036854775807 + 1"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 - 1"), i64::MAX);
+        assert_eq!(value("-(-9223372036854775808)"), i64::MIN);
+        assert_eq!(value("- -9223372036854775808"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 / -1"), i64::MIN);
+        assert_eq!(value("-9223372036854775808 % -1"), 0);
+        assert_eq!(value("abs(-9223372036854775808)"), i64::MIN);
+        assert_eq!(value("4611686018427387904 * 4"), 0);
+        assert_eq!(
+            value("3037000500 * 3037000500"),
+            3037000500i64.wrapping_mul(3037000500)
+        );
+        let big = [i64::MAX, i64::MIN];
+        assert_eq!(at("x + 1", &big), i64::MIN);
+        assert_eq!(at("y - 1", &big), i64::MAX);
+        assert_eq!(
+            at("x * 256 + y", &big),
+            i64::MAX.wrapping_mul(256).wrapping_add(i64::MIN)
+        );
+        assert_eq!(at("-y", &big), i64::MIN);
+        assert_eq!(at("y / -1", &big), i64::MIN);
+        assert_eq!(at("y % -1", &big), 0);
+        assert_eq!(at("abs(y)", &big), i64::MIN);
+    }
+}

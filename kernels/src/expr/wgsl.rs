@@ -285,3 +285,115 @@ fn hl_mod(a: i32, b: i32) -> i32 {
     return r;
 }
 ";
+
+#[cfg(test)]
+mod tests {
+    use crate::expr::tests::parse;
+    use crate::expr::vm::{div, rem};
+    use crate::expr::Expr;
+
+    fn wgsl(src: &str) -> String {
+        parse(src).to_wgsl(&|d| {
+            ["x", "y", "z", "w"]
+                .get(d)
+                .map_or(format!("c[{d}]"), |s| s.to_string())
+        })
+    }
+
+    #[test]
+    fn to_wgsl() {
+        assert_eq!(wgsl("x + 256*y"), "(x + (256i * y))");
+        assert_eq!(wgsl("x"), "x");
+        assert_eq!(wgsl("(x)"), "x");
+        assert_eq!(wgsl("-x"), "(-x)");
+        assert_eq!(wgsl("-x - -y"), "((-x) - (-y))");
+        assert_eq!(
+            wgsl("((x+y)%8)*16 + 120"),
+            "((hl_mod(x + y, 8i) * 16i) + 120i)"
+        );
+        assert_eq!(wgsl("x / -3"), "hl_div(x, -3i)");
+        assert_eq!(
+            wgsl("clamp(max(x, y), 20, 100)"),
+            "max(min(max(x, y), 100i), 20i)"
+        );
+        assert_eq!(
+            wgsl("x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)"),
+            "((x + (256i * y)) + select(0i, 7i, ((40i <= x) && (x < 56i)) && ((40i <= y) && (y < 56i))))"
+        );
+        assert_eq!(wgsl("x < y"), "i32(x < y)");
+        assert_eq!(wgsl("not x"), "i32(x == 0i)");
+        assert_eq!(wgsl("not x < 3"), "i32(!(x < 3i))");
+        assert_eq!(wgsl("x and 2"), "i32((x != 0i) && (2i != 0i))");
+        assert_eq!(
+            wgsl("select(x, abs(y), d4)"),
+            "select(c[4], abs(y), x != 0i)"
+        );
+        assert_eq!(wgsl("(x < 3) * 5"), "(i32(x < 3i) * 5i)");
+        // Constants fold on the host; literals keep their low 32 bits.
+        assert_eq!(wgsl("x + 2 * 3"), "(x + 6i)");
+        assert_eq!(wgsl("2147483647 + 1"), "(-2147483647i - 1i)");
+        assert_eq!(wgsl("x * 0x1_0000_0005"), "(x * 5i)");
+        assert_eq!(wgsl("x - 2147483648 / 2"), "(x - 1073741824i)");
+        assert_eq!(wgsl("-5"), "(-5i)");
+        let custom = parse("x + y").to_wgsl(&|d| format!("i32(gid.{})", ["x", "y"][d]));
+        assert_eq!(custom, "((i32(gid.x)) + (i32(gid.y)))");
+        let prelude = Expr::wgsl_prelude();
+        assert!(prelude.contains("fn hl_div(a: i32, b: i32) -> i32"));
+        assert!(prelude.contains("fn hl_mod(a: i32, b: i32) -> i32"));
+    }
+
+    /// hl_div and hl_mod transcribed to Rust with i32 semantics as WGSL defines
+    /// them, checked against the host on i32.
+    #[test]
+    fn wgsl_prelude_semantics() {
+        fn hl_div(a: i32, b: i32) -> i32 {
+            if b == 0 {
+                return 0;
+            }
+            if b == -1 {
+                return a.wrapping_neg();
+            }
+            let q = a / b;
+            if a % b < 0 {
+                if b > 0 {
+                    return q - 1;
+                }
+                return q + 1;
+            }
+            q
+        }
+        fn hl_mod(a: i32, b: i32) -> i32 {
+            if b == 0 || b == -1 {
+                return 0;
+            }
+            let r = a % b;
+            if r < 0 {
+                return r.wrapping_add(b.wrapping_abs());
+            }
+            r
+        }
+        let samples = [
+            i32::MIN,
+            i32::MIN + 1,
+            -1000,
+            -9,
+            -7,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            7,
+            9,
+            1000,
+            i32::MAX,
+        ];
+        for a in samples {
+            for b in samples {
+                let (a64, b64) = (i64::from(a), i64::from(b));
+                assert_eq!(hl_div(a, b), div(a64, b64) as i32, "{a} / {b}");
+                assert_eq!(hl_mod(a, b), rem(a64, b64) as i32, "{a} % {b}");
+            }
+        }
+    }
+}
