@@ -88,64 +88,28 @@
 //! `x + x + x` counting one, and at most [`MAX_WGSL_OPS`] operations once
 //! expanded, so that the WGSL stays well inside naga's limits.
 
+mod error;
+mod fold;
+mod lanes;
+mod lex;
+mod parse;
+mod range;
+mod vm;
+mod wgsl;
+
 use std::fmt;
 use std::str::FromStr;
 
+pub use error::ExprError;
 /// Coordinate names there can be: one per buffer dimension.
 pub use vkcopy::MAX_DIMS;
+pub use wgsl::{MAX_WGSL_DEPTH, MAX_WGSL_OPS};
 
-/// How deep parentheses and argument lists may nest: the parser recurses once
-/// per level.
-const MAX_NESTING: usize = 256;
+use vm::{run, Op};
 
 /// Operations an expression may expand to once chained comparisons repeat
 /// their middle operands, as they do in WGSL. Only hostile input gets close.
 const MAX_EXPANDED: u64 = 1 << 20;
-
-/// Deepest an expression of a device kernel may nest, in operations.
-pub const MAX_WGSL_DEPTH: usize = 64;
-
-/// Most operations an expression of a device kernel may expand to.
-pub const MAX_WGSL_OPS: u64 = 1 << 14;
-
-/// Deepest parenthesis nesting of the WGSL of an expression: naga's parser
-/// stops at 200 levels of expressions and statements together.
-const MAX_WGSL_PARENS: usize = 150;
-
-/// Stack slots evaluation keeps on the native stack; deeper expressions use
-/// the heap.
-const INLINE_STACK: usize = 16;
-
-const COORDINATES: &str = "coordinates are x, y, z, w, d4..d15";
-const FUNCTIONS: &str = "functions are min, max, clamp, abs, select";
-const KEYWORDS: [&str; 5] = ["and", "or", "not", "if", "else"];
-const FUNCTION_NAMES: [&str; 5] = ["min", "max", "clamp", "abs", "select"];
-
-/// Why an expression did not parse.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExprError {
-    /// Byte offset of the problem in the source.
-    pub offset: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl ExprError {
-    fn new(offset: usize, message: impl Into<String>) -> Self {
-        ExprError {
-            offset,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ExprError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "column {}: {}", self.offset + 1, self.message)
-    }
-}
-
-impl std::error::Error for ExprError {}
 
 /// A parsed expression; see the [module documentation](self) for the language.
 ///
@@ -157,187 +121,6 @@ pub struct Expr {
     ops: Vec<Op>,
     /// Stack slots `ops` need.
     stack: usize,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cmp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Eq,
-    Ne,
-}
-
-impl Cmp {
-    fn test(self, a: i64, b: i64) -> bool {
-        match self {
-            Cmp::Lt => a < b,
-            Cmp::Le => a <= b,
-            Cmp::Gt => a > b,
-            Cmp::Ge => a >= b,
-            Cmp::Eq => a == b,
-            Cmp::Ne => a != b,
-        }
-    }
-
-    fn symbol(self) -> &'static str {
-        match self {
-            Cmp::Lt => "<",
-            Cmp::Le => "<=",
-            Cmp::Gt => ">",
-            Cmp::Ge => ">=",
-            Cmp::Eq => "==",
-            Cmp::Ne => "!=",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Bin {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Mod,
-    Min,
-    Max,
-    And,
-    Or,
-}
-
-impl Bin {
-    #[inline(always)]
-    fn apply(self, a: i64, b: i64) -> i64 {
-        match self {
-            Bin::Add => a.wrapping_add(b),
-            Bin::Sub => a.wrapping_sub(b),
-            Bin::Mul => a.wrapping_mul(b),
-            Bin::Div => div(a, b),
-            Bin::Mod => rem(a, b),
-            Bin::Min => a.min(b),
-            Bin::Max => a.max(b),
-            Bin::And => i64::from(a != 0 && b != 0),
-            Bin::Or => i64::from(a != 0 || b != 0),
-        }
-    }
-}
-
-/// Halide's division: Euclidean, and zero for a zero divisor.
-fn div(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        0
-    } else {
-        a.wrapping_div_euclid(b)
-    }
-}
-
-/// Halide's modulo: never negative, and zero for a zero divisor.
-fn rem(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        0
-    } else {
-        a.wrapping_rem_euclid(b)
-    }
-}
-
-/// One postfix operation. Operands are popped right first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Lit(i64),
-    Coord(usize),
-    /// Input `j` of [`Expr::parse_with`]'s names.
-    Input(usize),
-    Neg,
-    Not,
-    Abs,
-    Bin(Bin),
-    Cmp(Cmp),
-    /// A link of a comparison chain other than the last: pops `b`, `a`; pushes
-    /// `a op b`, then `b` again for the next link.
-    CmpKeep(Cmp),
-    /// Pops `hi`, `lo`, `v`.
-    Clamp,
-    /// Pops `b`, `a`, `cond`.
-    Select,
-}
-
-impl Op {
-    /// Values popped and pushed.
-    fn arity(self) -> (usize, usize) {
-        match self {
-            Op::Lit(_) | Op::Coord(_) | Op::Input(_) => (0, 1),
-            Op::Neg | Op::Not | Op::Abs => (1, 1),
-            Op::Bin(_) | Op::Cmp(_) => (2, 1),
-            Op::CmpKeep(_) => (2, 2),
-            Op::Clamp | Op::Select => (3, 1),
-        }
-    }
-}
-
-/// Runs `ops`, leaving their results at the bottom of `stack`; returns how many
-/// there are. The parser checked that `stack` is deep enough.
-#[inline(always)]
-fn exec(ops: &[Op], coords: &[i64], inputs: &[i64], stack: &mut [i64]) -> usize {
-    let mut sp = 0;
-    for &op in ops {
-        match op {
-            Op::Lit(v) => {
-                stack[sp] = v;
-                sp += 1;
-            }
-            Op::Coord(d) => {
-                stack[sp] = coords.get(d).copied().unwrap_or(0);
-                sp += 1;
-            }
-            Op::Input(j) => {
-                stack[sp] = inputs.get(j).copied().unwrap_or(0);
-                sp += 1;
-            }
-            Op::Neg => stack[sp - 1] = stack[sp - 1].wrapping_neg(),
-            Op::Not => stack[sp - 1] = i64::from(stack[sp - 1] == 0),
-            Op::Abs => stack[sp - 1] = stack[sp - 1].wrapping_abs(),
-            Op::Bin(bin) => {
-                sp -= 1;
-                stack[sp - 1] = bin.apply(stack[sp - 1], stack[sp]);
-            }
-            Op::Cmp(cmp) => {
-                sp -= 1;
-                stack[sp - 1] = i64::from(cmp.test(stack[sp - 1], stack[sp]));
-            }
-            Op::CmpKeep(cmp) => {
-                stack[sp - 2] = i64::from(cmp.test(stack[sp - 2], stack[sp - 1]));
-            }
-            Op::Clamp => {
-                sp -= 2;
-                stack[sp - 1] = stack[sp - 1].min(stack[sp + 1]).max(stack[sp]);
-            }
-            Op::Select => {
-                sp -= 2;
-                stack[sp - 1] = if stack[sp - 1] != 0 {
-                    stack[sp]
-                } else {
-                    stack[sp + 1]
-                };
-            }
-        }
-    }
-    sp
-}
-
-/// Evaluates `ops`, which need `depth` stack slots, without allocating unless
-/// they need more than [`INLINE_STACK`].
-#[inline]
-fn run(ops: &[Op], depth: usize, coords: &[i64], inputs: &[i64]) -> i64 {
-    if depth <= INLINE_STACK {
-        let mut stack = [0; INLINE_STACK];
-        exec(ops, coords, inputs, &mut stack);
-        stack[0]
-    } else {
-        let mut stack = vec![0; depth];
-        exec(ops, coords, inputs, &mut stack);
-        stack[0]
-    }
 }
 
 impl Expr {
@@ -353,28 +136,8 @@ impl Expr {
         for name in inputs {
             Expr::check_input_name(name).map_err(|m| ExprError::new(0, m))?;
         }
-        let mut parser = Parser {
-            src,
-            tokens: lex(src)?,
-            pos: 0,
-            ops: Vec::new(),
-            depth: 0,
-            inputs,
-        };
-        parser.expr()?;
-        let t = parser.peek();
-        match t.kind {
-            Tok::End => {}
-            Tok::RParen => return Err(ExprError::new(t.offset, "unmatched ')'")),
-            _ => {
-                return Err(ExprError::new(
-                    t.offset,
-                    format!("expected an operator, found {}", parser.found(t)),
-                ))
-            }
-        }
-        let ops = fold(parser.ops);
-        let (stack, expanded) = measure(&ops);
+        let ops = fold::fold(parse::parse(src, inputs)?);
+        let (stack, expanded) = vm::measure(&ops);
         if expanded > MAX_EXPANDED {
             return Err(ExprError::new(0, "expression too large"));
         }
@@ -409,25 +172,7 @@ impl Expr {
 
     /// Whether `name` may name an input: not a coordinate, keyword or function.
     pub fn check_input_name(name: &str) -> Result<(), String> {
-        let word = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !word {
-            return Err(format!(
-                "'{name}' cannot be an input of an expression: names are letters, digits and _"
-            ));
-        }
-        if coordinate(name).is_ok() {
-            return Err(format!(
-                "'{name}' is a coordinate, so it cannot name an input"
-            ));
-        }
-        if KEYWORDS.contains(&name) || FUNCTION_NAMES.contains(&name) {
-            return Err(format!(
-                "'{name}' is a keyword or function, so it cannot name an input"
-            ));
-        }
-        Ok(())
+        parse::check_input_name(name)
     }
 
     /// Whether input `j` is used.
@@ -439,7 +184,7 @@ impl Expr {
     pub fn compile(&self) -> Compiled {
         let kind = if let Some(v) = self.is_constant() {
             Kind::Constant(v)
-        } else if let Some((coefs, offset)) = affine(&self.ops) {
+        } else if let Some((coefs, offset)) = fold::affine(&self.ops) {
             Kind::Affine { coefs, offset }
         } else {
             Kind::Ops {
@@ -489,112 +234,7 @@ impl Expr {
         coord: &dyn Fn(usize) -> String,
         input: &dyn Fn(usize) -> String,
     ) -> String {
-        let mut stack: Vec<Wgsl> = Vec::with_capacity(self.stack);
-        fn pop(stack: &mut Vec<Wgsl>) -> Wgsl {
-            stack.pop().unwrap_or_else(|| Wgsl::literal(0))
-        }
-        for &op in &self.ops {
-            match op {
-                Op::Lit(v) => stack.push(Wgsl::literal(v)),
-                Op::Coord(_) | Op::Input(_) => {
-                    let text = match op {
-                        Op::Coord(d) => coord(d),
-                        Op::Input(j) => input(j),
-                        _ => String::new(),
-                    };
-                    let atomic = !text.is_empty()
-                        && text.chars().all(|c| {
-                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']')
-                        });
-                    stack.push(Wgsl {
-                        text,
-                        boolean: false,
-                        atomic,
-                    });
-                }
-                Op::Neg => {
-                    let a = pop(&mut stack).into_int();
-                    stack.push(Wgsl::arith(format!("-{}", a.operand())));
-                }
-                Op::Not => {
-                    let a = pop(&mut stack);
-                    stack.push(if a.boolean {
-                        Wgsl::boolean(format!("!{}", a.operand()))
-                    } else {
-                        Wgsl::boolean(format!("{} == 0i", a.operand()))
-                    });
-                }
-                Op::Abs => {
-                    let a = pop(&mut stack).into_int();
-                    stack.push(Wgsl::call(format!("abs({})", a.text)));
-                }
-                Op::Bin(bin) => {
-                    let b = pop(&mut stack);
-                    let a = pop(&mut stack);
-                    stack.push(match bin {
-                        Bin::And | Bin::Or => {
-                            let symbol = if bin == Bin::And { "&&" } else { "||" };
-                            let (a, b) = (a.into_bool(), b.into_bool());
-                            Wgsl::boolean(format!("{} {symbol} {}", a.operand(), b.operand()))
-                        }
-                        Bin::Add | Bin::Sub | Bin::Mul => {
-                            let symbol = match bin {
-                                Bin::Add => "+",
-                                Bin::Sub => "-",
-                                _ => "*",
-                            };
-                            let (a, b) = (a.into_int(), b.into_int());
-                            Wgsl::arith(format!("{} {symbol} {}", a.operand(), b.operand()))
-                        }
-                        Bin::Div | Bin::Mod | Bin::Min | Bin::Max => {
-                            let name = match bin {
-                                Bin::Div => "hl_div",
-                                Bin::Mod => "hl_mod",
-                                Bin::Min => "min",
-                                _ => "max",
-                            };
-                            let (a, b) = (a.into_int(), b.into_int());
-                            Wgsl::call(format!("{name}({}, {})", a.text, b.text))
-                        }
-                    });
-                }
-                Op::Cmp(cmp) | Op::CmpKeep(cmp) => {
-                    let b = pop(&mut stack).into_int();
-                    let a = pop(&mut stack).into_int();
-                    stack.push(Wgsl::boolean(format!(
-                        "{} {} {}",
-                        a.operand(),
-                        cmp.symbol(),
-                        b.operand()
-                    )));
-                    // WGSL has no chains: the next link repeats the operand.
-                    if let Op::CmpKeep(_) = op {
-                        stack.push(b);
-                    }
-                }
-                Op::Clamp => {
-                    let hi = pop(&mut stack).into_int();
-                    let lo = pop(&mut stack).into_int();
-                    let v = pop(&mut stack).into_int();
-                    // Not WGSL's clamp, which is min(max(v, lo), hi) and rejects
-                    // constant lo > hi.
-                    stack.push(Wgsl::call(format!(
-                        "max(min({}, {}), {})",
-                        v.text, hi.text, lo.text
-                    )));
-                }
-                Op::Select => {
-                    let b = pop(&mut stack).into_int();
-                    let a = pop(&mut stack).into_int();
-                    let cond = pop(&mut stack).into_bool();
-                    stack.push(Wgsl::call(format!(
-                        "select({}, {}, {})",
-                        b.text, a.text, cond.text
-                    )));
-                }
-            }
-        }
-        pop(&mut stack).into_int().operand()
+        wgsl::translate(&self.ops, self.stack, coord, input)
     }
 
     /// Checks that the expression fits a device kernel: at most
@@ -602,45 +242,13 @@ impl Expr {
     /// expanded. Without this check, [`Expr::to_wgsl`] of a deep expression
     /// gives WGSL that naga rejects.
     pub fn check_wgsl(&self) -> Result<(), String> {
-        let (depth, expanded) = tree(&self.ops);
-        if depth > MAX_WGSL_DEPTH {
-            return Err(format!(
-                "nests {depth} operations deep (each link of a chain such as x + x + x counts \
-                 one); a device kernel takes at most {MAX_WGSL_DEPTH}"
-            ));
-        }
-        if expanded > MAX_WGSL_OPS {
-            return Err(format!(
-                "{expanded} operations once chained comparisons are expanded; a device kernel \
-                 takes at most {MAX_WGSL_OPS}"
-            ));
-        }
-        let text = self.to_wgsl(&|d| format!("c{d}"));
-        let parens = text
-            .bytes()
-            .scan(0usize, |open, b| {
-                match b {
-                    b'(' => *open += 1,
-                    b')' => *open = open.saturating_sub(1),
-                    _ => {}
-                }
-                Some(*open)
-            })
-            .max()
-            .unwrap_or(0);
-        if parens > MAX_WGSL_PARENS {
-            return Err(format!(
-                "nests {parens} parentheses deep once written as WGSL; a device kernel takes \
-                 at most {MAX_WGSL_PARENS} (fewer nested comparisons, clamps or conditions)"
-            ));
-        }
-        Ok(())
+        wgsl::check(&self.ops, self.stack)
     }
 
     /// WGSL functions [`Expr::to_wgsl`] calls: `hl_div` and `hl_mod`, Halide's
     /// division and modulo on `i32`.
     pub fn wgsl_prelude() -> &'static str {
-        WGSL_PRELUDE
+        wgsl::PRELUDE
     }
 
     /// The text the expression was parsed from.
@@ -720,7 +328,6 @@ impl Compiled {
     /// times faster than [`Compiled::eval`] per element for non-affine
     /// expressions, since each operation runs over many elements at once.
     pub fn eval_row(&self, coords: &[i64], out: &mut [i64]) {
-        let x0 = coords.first().copied().unwrap_or(0);
         match &self.kind {
             Kind::Constant(v) => out.fill(*v),
             Kind::Affine { coefs, .. } => {
@@ -731,833 +338,162 @@ impl Compiled {
                     v = v.wrapping_add(step);
                 }
             }
-            // Too short to pay for setting up the lanes.
-            Kind::Ops { ops, stack } if out.len() < LANES / 4 => {
-                // Coordinates past MAX_DIMS are never used.
-                let mut at = [0; MAX_DIMS];
-                let n = coords.len().min(MAX_DIMS);
-                at[..n].copy_from_slice(&coords[..n]);
-                for (i, o) in out.iter_mut().enumerate() {
-                    at[0] = x0.wrapping_add(i as i64);
-                    *o = run(ops, *stack, &at, &[]);
-                }
-            }
-            Kind::Ops { ops, stack } => {
-                let mut inline = [[0; LANES]; INLINE_LANE_STACK];
-                let mut heap = Vec::new();
-                let lanes: &mut [Lanes] = if *stack <= INLINE_LANE_STACK {
-                    &mut inline
-                } else {
-                    heap.resize(*stack, [0; LANES]);
-                    &mut heap
-                };
-                for (chunk, out) in out.chunks_mut(LANES).enumerate() {
-                    let x = x0.wrapping_add((chunk * LANES) as i64);
-                    exec_lanes(ops, coords, x, lanes);
-                    out.copy_from_slice(&lanes[0][..out.len()]);
-                }
-            }
+            Kind::Ops { ops, stack } => lanes::eval_row(ops, *stack, coords, out),
         }
     }
 }
 
-/// Elements [`Compiled::eval_row`] computes per operation.
-const LANES: usize = 64;
-
-/// Lane stack slots kept on the native stack (4 KiB).
-const INLINE_LANE_STACK: usize = 8;
-
-type Lanes = [i64; LANES];
-
-/// [`exec`] over [`LANES`] elements whose coordinate 0 is `x0, x0 + 1, ...`.
-fn exec_lanes(ops: &[Op], coords: &[i64], x0: i64, stack: &mut [Lanes]) {
-    let mut sp = 0;
-    for &op in ops {
-        match op {
-            Op::Lit(v) => {
-                stack[sp] = [v; LANES];
-                sp += 1;
-            }
-            Op::Coord(0) => {
-                for (i, v) in stack[sp].iter_mut().enumerate() {
-                    *v = x0.wrapping_add(i as i64);
-                }
-                sp += 1;
-            }
-            Op::Coord(d) => {
-                stack[sp] = [coords.get(d).copied().unwrap_or(0); LANES];
-                sp += 1;
-            }
-            // Compiled expressions read no inputs (as Expr::eval).
-            Op::Input(_) => {
-                stack[sp] = [0; LANES];
-                sp += 1;
-            }
-            Op::Neg => map1(&mut stack[sp - 1], i64::wrapping_neg),
-            Op::Not => map1(&mut stack[sp - 1], |a| i64::from(a == 0)),
-            Op::Abs => map1(&mut stack[sp - 1], i64::wrapping_abs),
-            Op::Bin(bin) => {
-                sp -= 1;
-                let (a, b) = pair(stack, sp - 1);
-                match bin {
-                    Bin::Add => map2(a, b, i64::wrapping_add),
-                    Bin::Sub => map2(a, b, i64::wrapping_sub),
-                    Bin::Mul => map2(a, b, i64::wrapping_mul),
-                    Bin::Div => map2(a, b, div),
-                    Bin::Mod => map2(a, b, rem),
-                    Bin::Min => map2(a, b, i64::min),
-                    Bin::Max => map2(a, b, i64::max),
-                    Bin::And => map2(a, b, |a, b| i64::from(a != 0 && b != 0)),
-                    Bin::Or => map2(a, b, |a, b| i64::from(a != 0 || b != 0)),
-                }
-            }
-            Op::Cmp(cmp) => {
-                sp -= 1;
-                let (a, b) = pair(stack, sp - 1);
-                compare(cmp, a, b);
-            }
-            Op::CmpKeep(cmp) => {
-                let (a, b) = pair(stack, sp - 2);
-                compare(cmp, a, b);
-            }
-            Op::Clamp => {
-                sp -= 2;
-                let (v, rest) = stack[sp - 1..].split_at_mut(1);
-                for ((v, lo), hi) in v[0].iter_mut().zip(&rest[0]).zip(&rest[1]) {
-                    *v = (*v).min(*hi).max(*lo);
-                }
-            }
-            Op::Select => {
-                sp -= 2;
-                let (c, rest) = stack[sp - 1..].split_at_mut(1);
-                for ((c, a), b) in c[0].iter_mut().zip(&rest[0]).zip(&rest[1]) {
-                    *c = if *c != 0 { *a } else { *b };
-                }
-            }
-        }
-    }
-}
-
-/// Slot `i` mutably and slot `i + 1`.
-#[inline(always)]
-fn pair(stack: &mut [Lanes], i: usize) -> (&mut Lanes, &Lanes) {
-    let (a, b) = stack[i..].split_at_mut(1);
-    (&mut a[0], &b[0])
-}
-
-#[inline(always)]
-fn map1(a: &mut Lanes, f: impl Fn(i64) -> i64) {
-    for a in a {
-        *a = f(*a);
-    }
-}
-
-#[inline(always)]
-fn map2(a: &mut Lanes, b: &Lanes, f: impl Fn(i64, i64) -> i64) {
-    for (a, b) in a.iter_mut().zip(b) {
-        *a = f(*a, *b);
-    }
-}
-
-fn compare(cmp: Cmp, a: &mut Lanes, b: &Lanes) {
-    match cmp {
-        Cmp::Lt => map2(a, b, |a, b| i64::from(a < b)),
-        Cmp::Le => map2(a, b, |a, b| i64::from(a <= b)),
-        Cmp::Gt => map2(a, b, |a, b| i64::from(a > b)),
-        Cmp::Ge => map2(a, b, |a, b| i64::from(a >= b)),
-        Cmp::Eq => map2(a, b, |a, b| i64::from(a == b)),
-        Cmp::Ne => map2(a, b, |a, b| i64::from(a != b)),
-    }
-}
-
-/// The affine form of `ops`, if they are one: coefficients up to the last
-/// coordinate used, and the constant. Exact under wrapping, since wrapping
-/// `+ - *` are ring operations on integers modulo 2^64.
-fn affine(ops: &[Op]) -> Option<(Vec<i64>, i64)> {
-    // Slot MAX_DIMS holds the constant.
-    type Form = [i64; MAX_DIMS + 1];
-    let is_constant = |f: &Form| f[..MAX_DIMS].iter().all(|&k| k == 0);
-    let mut stack: Vec<Form> = Vec::new();
-    for &op in ops {
-        match op {
-            Op::Lit(v) => {
-                let mut f = [0; MAX_DIMS + 1];
-                f[MAX_DIMS] = v;
-                stack.push(f);
-            }
-            Op::Coord(d) => {
-                let mut f = [0; MAX_DIMS + 1];
-                *f.get_mut(d)? = 1;
-                stack.push(f);
-            }
-            Op::Neg => {
-                let f = stack.last_mut()?;
-                *f = f.map(i64::wrapping_neg);
-            }
-            Op::Bin(bin @ (Bin::Add | Bin::Sub | Bin::Mul)) => {
-                let b = stack.pop()?;
-                let a = stack.last_mut()?;
-                match bin {
-                    Bin::Add => a
-                        .iter_mut()
-                        .zip(b)
-                        .for_each(|(a, b)| *a = a.wrapping_add(b)),
-                    Bin::Sub => a
-                        .iter_mut()
-                        .zip(b)
-                        .for_each(|(a, b)| *a = a.wrapping_sub(b)),
-                    _ => {
-                        let (form, k) = if is_constant(&b) {
-                            (*a, b[MAX_DIMS])
-                        } else if is_constant(a) {
-                            (b, a[MAX_DIMS])
-                        } else {
-                            return None;
-                        };
-                        *a = form.map(|c| c.wrapping_mul(k));
-                    }
-                }
-            }
-            _ => return None,
-        }
-    }
-    let f = stack.pop()?;
-    let used = f[..MAX_DIMS]
-        .iter()
-        .rposition(|&k| k != 0)
-        .map_or(0, |d| d + 1);
-    Some((f[..used].to_vec(), f[MAX_DIMS]))
-}
-
-/// Replaces every operation whose operands are all literals by its result, so
-/// constants cost nothing per element and WGSL never sees constant arithmetic
-/// (which shader compilers evaluate strictly, rejecting overflow).
-fn fold(ops: Vec<Op>) -> Vec<Op> {
-    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
-    // Per stack slot: whether it is a literal that is its own op at the end of `out`.
-    let mut literal: Vec<bool> = Vec::new();
-    for op in ops {
-        let (pops, pushes) = op.arity();
-        let base = literal.len().saturating_sub(pops);
-        if pops > 0 && literal[base..].iter().all(|&l| l) {
-            let mut code = out.split_off(out.len().saturating_sub(pops));
-            code.push(op);
-            let mut stack = [0; 4];
-            let n = exec(&code, &[], &[], &mut stack);
-            out.extend(stack[..n].iter().map(|&v| Op::Lit(v)));
-            literal.truncate(base);
-            literal.extend(std::iter::repeat_n(true, n));
-        } else {
-            out.push(op);
-            literal.truncate(base);
-            literal.push(matches!(op, Op::Lit(_)));
-            // The operand CmpKeep pushes back shares code with its result.
-            literal.extend(std::iter::repeat_n(false, pushes - 1));
-        }
-    }
-    out
-}
-
-/// The stack slots `ops` need, and their size with chained comparisons
-/// expanded (middle operands twice).
-fn measure(ops: &[Op]) -> (usize, u64) {
-    let mut sizes: Vec<u64> = Vec::new();
-    let mut depth = 0;
-    for &op in ops {
-        let (pops, _) = op.arity();
-        let base = sizes.len().saturating_sub(pops);
-        let kept = sizes.last().copied().unwrap_or(0);
-        let size = sizes[base..]
-            .iter()
-            .fold(1u64, |acc, &s| acc.saturating_add(s));
-        sizes.truncate(base);
-        sizes.push(size);
-        if let Op::CmpKeep(_) = op {
-            sizes.push(kept);
-        }
-        depth = depth.max(sizes.len());
-    }
-    (depth, sizes.first().copied().unwrap_or(0))
-}
-
-/// The depth of the tree of `ops` in operations, and its size with chained
-/// comparisons expanded.
-fn tree(ops: &[Op]) -> (usize, u64) {
-    // (depth, size) per stack slot.
-    let mut slots: Vec<(usize, u64)> = Vec::new();
-    for &op in ops {
-        let (pops, _) = op.arity();
-        let base = slots.len().saturating_sub(pops);
-        let kept = slots.last().copied().unwrap_or((0, 0));
-        let node = slots[base..]
-            .iter()
-            .fold((1usize, 1u64), |(d, n), &(cd, cn)| {
-                (d.max(cd + 1), n.saturating_add(cn))
-            });
-        slots.truncate(base);
-        slots.push(node);
-        if let Op::CmpKeep(_) = op {
-            slots.push(kept);
-        }
-    }
-    slots.first().copied().unwrap_or((0, 0))
-}
-
-/// A piece of WGSL under construction.
-struct Wgsl {
-    text: String,
-    /// A `bool`, rather than an `i32`.
-    boolean: bool,
-    /// Safe as an operand without parentheses.
-    atomic: bool,
-}
-
-impl Wgsl {
-    fn arith(text: String) -> Self {
-        Wgsl {
-            text,
-            boolean: false,
-            atomic: false,
-        }
-    }
-
-    fn call(text: String) -> Self {
-        Wgsl {
-            text,
-            boolean: false,
-            atomic: true,
-        }
-    }
-
-    fn boolean(text: String) -> Self {
-        Wgsl {
-            text,
-            boolean: true,
-            atomic: false,
-        }
-    }
-
-    /// Keeps the low 32 bits, as `i32` arithmetic would.
-    fn literal(v: i64) -> Self {
-        match v as i32 {
-            // 2147483648i is out of range, so build the minimum.
-            i32::MIN => Wgsl::arith("-2147483647i - 1i".to_owned()),
-            v if v < 0 => Wgsl::arith(format!("-{}i", v.unsigned_abs())),
-            v => Wgsl::call(format!("{v}i")),
-        }
-    }
-
-    fn operand(&self) -> String {
-        if self.atomic {
-            self.text.clone()
-        } else {
-            format!("({})", self.text)
-        }
-    }
-
-    fn into_int(self) -> Self {
-        if self.boolean {
-            Wgsl::call(format!("i32({})", self.text))
-        } else {
-            self
-        }
-    }
-
-    fn into_bool(self) -> Self {
-        if self.boolean {
-            self
-        } else {
-            Wgsl::boolean(format!("{} != 0i", self.operand()))
-        }
-    }
-}
-
-const WGSL_PRELUDE: &str = "\
-// Halide's integer division: Euclidean (the remainder is never negative), so it
-// rounds down for positive divisors; x / 0 == 0.
-fn hl_div(a: i32, b: i32) -> i32 {
-    if b == 0i { return 0i; }
-    if b == -1i { return -a; }
-    let q = a / b;
-    if a % b < 0i {
-        if b > 0i { return q - 1i; }
-        return q + 1i;
-    }
-    return q;
-}
-
-// Halide's integer modulo: never negative; x % 0 == 0.
-fn hl_mod(a: i32, b: i32) -> i32 {
-    if b == 0i || b == -1i { return 0i; }
-    let r = a % b;
-    // Wraps when b is i32's minimum, giving the right answer.
-    if r < 0i { return r + abs(b); }
-    return r;
-}
-";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tok<'a> {
-    /// Up to u64: 2^63 is valid after a unary minus.
-    Int(u64),
-    Name(&'a str),
-    Plus,
-    Minus,
-    Star,
-    Slash,
-    Percent,
-    LParen,
-    RParen,
-    Comma,
-    Cmp(Cmp),
-    End,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Token<'a> {
-    kind: Tok<'a>,
-    offset: usize,
-    len: usize,
-}
-
-fn lex(src: &str) -> Result<Vec<Token<'_>>, ExprError> {
-    let bytes = src.as_bytes();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    // Only ASCII is consumed, so `i` stays on a char boundary.
-    while let Some(&c) = bytes.get(i) {
-        let start = i;
-        let next = bytes.get(i + 1).copied();
-        let (kind, len) = match c {
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                continue;
-            }
-            b'0'..=b'9' => {
-                let len = bytes[i..]
-                    .iter()
-                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-                    .count();
-                let text = &src[i..i + len];
-                if bytes.get(i + len) == Some(&b'.')
-                    && bytes.get(i + len + 1).is_some_and(u8::is_ascii_digit)
-                {
-                    return Err(ExprError::new(
-                        start,
-                        "floating-point numbers are not supported",
-                    ));
-                }
-                (
-                    Tok::Int(int_literal(text).map_err(|m| ExprError::new(start, m))?),
-                    len,
-                )
-            }
-            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
-                let len = bytes[i..]
-                    .iter()
-                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-                    .count();
-                (Tok::Name(&src[i..i + len]), len)
-            }
-            b'+' => (Tok::Plus, 1),
-            b'-' => (Tok::Minus, 1),
-            b'*' => (Tok::Star, 1),
-            b'/' if next == Some(b'/') => {
-                return Err(ExprError::new(
-                    start,
-                    "'//' is not an operator; '/' already divides integers",
-                ))
-            }
-            b'/' => (Tok::Slash, 1),
-            b'%' => (Tok::Percent, 1),
-            b'(' => (Tok::LParen, 1),
-            b')' => (Tok::RParen, 1),
-            b',' => (Tok::Comma, 1),
-            b'<' if next == Some(b'=') => (Tok::Cmp(Cmp::Le), 2),
-            b'<' => (Tok::Cmp(Cmp::Lt), 1),
-            b'>' if next == Some(b'=') => (Tok::Cmp(Cmp::Ge), 2),
-            b'>' => (Tok::Cmp(Cmp::Gt), 1),
-            b'=' if next == Some(b'=') => (Tok::Cmp(Cmp::Eq), 2),
-            b'!' if next == Some(b'=') => (Tok::Cmp(Cmp::Ne), 2),
-            b'=' => return Err(ExprError::new(start, "'=' is not an operator; use '=='")),
-            b'!' => return Err(ExprError::new(start, "'!' is not an operator; use 'not'")),
-            b'&' if next == Some(b'&') => {
-                return Err(ExprError::new(start, "'&&' is not an operator; use 'and'"))
-            }
-            b'|' if next == Some(b'|') => {
-                return Err(ExprError::new(start, "'||' is not an operator; use 'or'"))
-            }
-            _ => {
-                let ch = src[i..].chars().next().unwrap_or('?');
-                return Err(ExprError::new(
-                    start,
-                    format!("unexpected character '{ch}'"),
-                ));
-            }
-        };
-        tokens.push(Token {
-            kind,
-            offset: start,
-            len,
-        });
-        i += len;
-    }
-    tokens.push(Token {
-        kind: Tok::End,
-        offset: src.len(),
-        len: 0,
-    });
-    Ok(tokens)
-}
-
-/// The value of a decimal or `0x` literal, `_` allowed between digits.
-fn int_literal(text: &str) -> Result<u64, String> {
-    let invalid = || format!("invalid integer literal '{text}'");
-    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None if text.len() > 1 && text.starts_with('0') => {
-            return Err(format!(
-                "invalid integer literal '{text}': no leading zeros (hex is 0x...)"
-            ))
-        }
-        None => (text, 10),
-    };
-    if digits.is_empty() || digits.starts_with('_') {
-        return Err(invalid());
-    }
-    let mut value: u64 = 0;
-    for c in digits.chars().filter(|&c| c != '_') {
-        let digit = c.to_digit(radix).ok_or_else(invalid)?;
-        value = value
-            .checked_mul(radix.into())
-            .and_then(|v| v.checked_add(digit.into()))
-            .ok_or_else(too_large)?;
-    }
-    Ok(value)
-}
-
-fn too_large() -> String {
-    format!("integer literal too large; the largest is {}", i64::MAX)
-}
-
-/// The dimension of coordinate `name`.
-fn coordinate(name: &str) -> Result<usize, String> {
-    match name {
-        "x" => return Ok(0),
-        "y" => return Ok(1),
-        "z" => return Ok(2),
-        "w" => return Ok(3),
-        _ => {}
-    }
-    let digits = name.strip_prefix('d').unwrap_or("");
-    let canonical = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (digits.len() == 1 || !digits.starts_with('0'));
-    if canonical {
-        return match digits.parse::<usize>() {
-            Ok(d) if (4..MAX_DIMS).contains(&d) => Ok(d),
-            Ok(d) if d < 4 => Err(format!("'{name}' is written '{}'", ["x", "y", "z", "w"][d])),
-            _ => Err(format!("no coordinate '{name}'; {COORDINATES}")),
-        };
-    }
-    if KEYWORDS.contains(&name) {
-        return Err(format!("expected an operand, found '{name}'"));
-    }
-    if FUNCTION_NAMES.contains(&name) {
-        return Err(format!("'{name}' is a function; call it as {name}(...)"));
-    }
-    Err(format!("unknown name '{name}'; {COORDINATES}"))
-}
-
-/// Recursive descent emitting postfix ops. Only parentheses and argument lists
-/// recurse; operator chains, `not`s, unary minuses and `else` branches loop.
-struct Parser<'a> {
-    src: &'a str,
-    /// Ends with `Tok::End`.
-    tokens: Vec<Token<'a>>,
-    pos: usize,
-    ops: Vec<Op>,
-    depth: usize,
-    /// Names that are inputs.
-    inputs: &'a [&'a str],
-}
-
-impl<'a> Parser<'a> {
-    fn peek(&self) -> Token<'a> {
-        let last = self.tokens.len().saturating_sub(1);
-        self.tokens
-            .get(self.pos.min(last))
-            .copied()
-            .unwrap_or(Token {
-                kind: Tok::End,
-                offset: self.src.len(),
-                len: 0,
-            })
-    }
-
-    /// Returns the next token and moves past it, staying at the end.
-    fn bump(&mut self) -> Token<'a> {
-        let t = self.peek();
-        if t.kind != Tok::End {
-            self.pos += 1;
-        }
-        t
-    }
-
-    fn at_keyword(&self, keyword: &str) -> bool {
-        matches!(self.peek().kind, Tok::Name(name) if name == keyword)
-    }
-
-    fn found(&self, t: Token<'_>) -> String {
-        match t.kind {
-            Tok::End => "the end of the expression".to_owned(),
-            _ => format!(
-                "'{}'",
-                self.src.get(t.offset..t.offset + t.len).unwrap_or("?")
-            ),
-        }
-    }
-
-    /// expr := or_test ('if' or_test 'else' or_test)*, grouping to the right.
-    fn expr(&mut self) -> Result<(), ExprError> {
-        let mut selects = 0;
-        loop {
-            let start = self.ops.len();
-            self.or_test()?;
-            if !self.at_keyword("if") {
-                break;
-            }
-            self.bump();
-            let cond = self.ops.len();
-            self.or_test()?;
-            let t = self.peek();
-            if !self.at_keyword("else") {
-                return Err(ExprError::new(
-                    t.offset,
-                    format!("expected 'else', found {}", self.found(t)),
-                ));
-            }
-            self.bump();
-            // Select pops the condition first, so it must come before the value.
-            self.ops[start..].rotate_left(cond - start);
-            selects += 1;
-        }
-        self.ops.extend(std::iter::repeat_n(Op::Select, selects));
-        Ok(())
-    }
-
-    fn or_test(&mut self) -> Result<(), ExprError> {
-        self.and_test()?;
-        while self.at_keyword("or") {
-            self.bump();
-            self.and_test()?;
-            self.ops.push(Op::Bin(Bin::Or));
-        }
-        Ok(())
-    }
-
-    fn and_test(&mut self) -> Result<(), ExprError> {
-        self.not_test()?;
-        while self.at_keyword("and") {
-            self.bump();
-            self.not_test()?;
-            self.ops.push(Op::Bin(Bin::And));
-        }
-        Ok(())
-    }
-
-    fn not_test(&mut self) -> Result<(), ExprError> {
-        let mut nots = 0;
-        while self.at_keyword("not") {
-            self.bump();
-            nots += 1;
-        }
-        self.comparison()?;
-        // `not not a` is `a != 0`; more pairs change nothing.
-        let keep = if nots == 0 { 0 } else { 2 - nots % 2 };
-        self.ops.extend(std::iter::repeat_n(Op::Not, keep));
-        Ok(())
-    }
-
-    fn comparison(&mut self) -> Result<(), ExprError> {
-        self.sum()?;
-        let mut links = 0;
-        while let Tok::Cmp(cmp) = self.peek().kind {
-            self.bump();
-            self.sum()?;
-            links += 1;
-            // `a < b < c` is `a < b and b < c`, evaluating `b` once.
-            if let Tok::Cmp(_) = self.peek().kind {
-                self.ops.push(Op::CmpKeep(cmp));
-            } else {
-                self.ops.push(Op::Cmp(cmp));
-            }
-        }
-        let ands = links.max(1) - 1;
-        self.ops
-            .extend(std::iter::repeat_n(Op::Bin(Bin::And), ands));
-        Ok(())
-    }
-
-    fn sum(&mut self) -> Result<(), ExprError> {
-        self.term()?;
-        loop {
-            let bin = match self.peek().kind {
-                Tok::Plus => Bin::Add,
-                Tok::Minus => Bin::Sub,
-                _ => return Ok(()),
-            };
-            self.bump();
-            self.term()?;
-            self.ops.push(Op::Bin(bin));
-        }
-    }
-
-    fn term(&mut self) -> Result<(), ExprError> {
-        self.unary()?;
-        loop {
-            let bin = match self.peek().kind {
-                Tok::Star => Bin::Mul,
-                Tok::Slash => Bin::Div,
-                Tok::Percent => Bin::Mod,
-                _ => return Ok(()),
-            };
-            self.bump();
-            self.unary()?;
-            self.ops.push(Op::Bin(bin));
-        }
-    }
-
-    fn unary(&mut self) -> Result<(), ExprError> {
-        let mut negs = 0;
-        while self.peek().kind == Tok::Minus {
-            self.bump();
-            negs += 1;
-        }
-        if negs > 0 && self.peek().kind == Tok::Int(1 << 63) {
-            // i64's minimum is only reachable as a negated literal.
-            self.bump();
-            self.ops.push(Op::Lit(i64::MIN));
-            negs -= 1;
-        } else {
-            self.primary()?;
-        }
-        if negs % 2 == 1 {
-            self.ops.push(Op::Neg);
-        }
-        Ok(())
-    }
-
-    fn primary(&mut self) -> Result<(), ExprError> {
-        let t = self.bump();
-        match t.kind {
-            Tok::Int(v) => {
-                let v = i64::try_from(v).map_err(|_| ExprError::new(t.offset, too_large()))?;
-                self.ops.push(Op::Lit(v));
-                Ok(())
-            }
-            Tok::LParen => {
-                self.enter(t)?;
-                self.expr()?;
-                self.depth -= 1;
-                self.close(t, "')'")
-            }
-            Tok::Name(name) if self.peek().kind == Tok::LParen && !KEYWORDS.contains(&name) => {
-                self.call(t, name)
-            }
-            Tok::Name(name) => {
-                if let Some(j) = self.inputs.iter().position(|&i| i == name) {
-                    self.ops.push(Op::Input(j));
-                    return Ok(());
-                }
-                let d = coordinate(name).map_err(|m| {
-                    let m = if self.inputs.is_empty() || !m.starts_with("unknown name") {
-                        m
-                    } else {
-                        format!("{m}; inputs are {}", self.inputs.join(", "))
-                    };
-                    ExprError::new(t.offset, m)
-                })?;
-                self.ops.push(Op::Coord(d));
-                Ok(())
-            }
-            Tok::End if self.src.trim().is_empty() => Err(ExprError::new(0, "empty expression")),
-            _ => Err(ExprError::new(
-                t.offset,
-                format!("expected an operand, found {}", self.found(t)),
-            )),
-        }
-    }
-
-    fn call(&mut self, name_token: Token<'a>, name: &str) -> Result<(), ExprError> {
-        let (op, arity) = match name {
-            "min" => (Op::Bin(Bin::Min), 2),
-            "max" => (Op::Bin(Bin::Max), 2),
-            "clamp" => (Op::Clamp, 3),
-            "abs" => (Op::Abs, 1),
-            "select" => (Op::Select, 3),
-            _ => {
-                return Err(ExprError::new(
-                    name_token.offset,
-                    format!("unknown function '{name}'; {FUNCTIONS}"),
-                ))
-            }
-        };
-        let open = self.bump();
-        self.enter(open)?;
-        let mut args = 0;
-        if self.peek().kind != Tok::RParen {
-            loop {
-                self.expr()?;
-                args += 1;
-                if self.peek().kind != Tok::Comma {
-                    break;
-                }
-                self.bump();
-            }
-        }
-        self.depth -= 1;
-        self.close(open, "',' or ')'")?;
-        if args != arity {
-            let plural = if arity == 1 { "" } else { "s" };
-            return Err(ExprError::new(
-                name_token.offset,
-                format!("{name} takes {arity} argument{plural}, got {args}"),
-            ));
-        }
-        self.ops.push(op);
-        Ok(())
-    }
-
-    /// Enters the group `open` starts, refusing to nest too deep.
-    fn enter(&mut self, open: Token<'_>) -> Result<(), ExprError> {
-        self.depth += 1;
-        if self.depth > MAX_NESTING {
-            return Err(ExprError::new(
-                open.offset,
-                format!("nested too deeply; the limit is {MAX_NESTING} levels"),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Consumes the ')' closing the group `open` started.
-    fn close(&mut self, open: Token<'_>, expected: &str) -> Result<(), ExprError> {
-        let t = self.peek();
-        match t.kind {
-            Tok::RParen => {
-                self.bump();
-                Ok(())
-            }
-            Tok::End => Err(ExprError::new(open.offset, "unclosed '('")),
-            _ => Err(ExprError::new(
-                t.offset,
-                format!("expected {expected}, found {}", self.found(t)),
-            )),
-        }
-    }
-}
-
-mod range;
+/// Tests of the API, and the helpers the tests of every module below share.
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    pub(super) fn parse(src: &str) -> Expr {
+        Expr::parse(src).unwrap_or_else(|e| panic!("{src:?}: {e}"))
+    }
+
+    /// Value of `src` at `coords`, checking that `Compiled` agrees.
+    pub(super) fn at(src: &str, coords: &[i64]) -> i64 {
+        let e = parse(src);
+        let v = e.eval(coords);
+        assert_eq!(e.compile().eval(coords), v, "{src:?} at {coords:?}");
+        v
+    }
+
+    pub(super) fn value(src: &str) -> i64 {
+        at(src, &[])
+    }
+
+    fn error(src: &str) -> ExprError {
+        match Expr::parse(src) {
+            Ok(e) => panic!("{src:?} parsed as {e:?}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Checks the offset and that the message contains `message`.
+    pub(super) fn check_error(src: &str, offset: usize, message: &str) {
+        let e = error(src);
+        assert_eq!(e.offset, offset, "{src:?}: {e}");
+        assert!(e.message.contains(message), "{src:?}: {e}");
+    }
+
+    /// Expressions covering every operation, for comparing evaluators.
+    pub(super) const CORPUS: &[&str] = &[
+        "x + 256*y",
+        "3*x + 2*y + z + 4*w",
+        "((x+y)%8)*16 + 120",
+        "clamp(max(x, y), 20, 100)",
+        "x + 256*y + (7 if 40 <= x < 56 and 40 <= y < 56 else 0)",
+        "-x - 3*(y - 2*x) + 7",
+        "(x + 1) * (y - 1)",
+        "x / 3 + y % 5 - x / y - x % y",
+        "x / -3 + y % -5",
+        "abs(x - y) + min(x, -y) * max(y, 2)",
+        "select(x < y, x * 2, y / 0) + (x % 0)",
+        "not x or y and not y < 3",
+        "x < y < 5 or -2 <= x - y != 1",
+        "1 if x == 0 else 2 if y == 0 else x * y",
+        "x * 9223372036854775807 + y * -9223372036854775808",
+        "d4 + d15 * 2 - w",
+        "2 * (3 * (x + 1) - 4) + -(y * 5)",
+        "x * y",
+        "7",
+        "x - x + 3",
+    ];
+
+    #[test]
+    fn api() {
+        let e = parse("x + 256*y");
+        assert_eq!(e.source(), "x + 256*y");
+        assert_eq!(e.to_string(), "x + 256*y");
+        assert_eq!("x + 256*y".parse::<Expr>(), Ok(e.clone()));
+        assert_eq!(Expr::try_from("x + 256*y"), Ok(e.clone()));
+        assert_eq!(e.max_dim(), Some(1));
+        assert_eq!(e.is_constant(), None);
+        assert_eq!(parse("x").max_dim(), Some(0));
+        assert_eq!(parse("d15 + x").max_dim(), Some(15));
+        assert_eq!(parse("1 + 2").max_dim(), None);
+        assert_eq!(parse("1 + 2 * 3").is_constant(), Some(7));
+        assert_eq!(parse("3 if 1 < 2 < 3 else 4").is_constant(), Some(3));
+        assert_eq!(parse("select(0, 1, -(2))").is_constant(), Some(-2));
+        assert_eq!(parse("x * 0").is_constant(), None);
+        for v in [0, 1, -1, 42, i64::MAX, i64::MIN] {
+            let c = Expr::constant(v);
+            assert_eq!(c.is_constant(), Some(v));
+            assert_eq!(c.eval(&[1, 2]), v);
+            assert_eq!(c.compile().eval(&[]), v);
+            assert_eq!(parse(c.source()).is_constant(), Some(v));
+        }
+        let err = error("x + q");
+        assert_eq!(
+            err.to_string(),
+            "column 5: unknown name 'q'; coordinates are x, y, z, w, d4..d15"
+        );
+    }
+
+    #[test]
+    fn inputs() {
+        let e = Expr::parse_with("clamp(f, 20, 100) + g * x", &["f", "g"]).unwrap();
+        assert_eq!(e.eval_with(&[2], &[7, 3]), 26);
+        assert_eq!(e.eval_with(&[2], &[500, -1]), 98);
+        // Missing inputs are 0, as missing coordinates are; eval reads none.
+        assert_eq!(e.eval_with(&[2], &[]), 20);
+        assert_eq!(e.eval(&[2]), 20);
+        assert!(e.uses_input(0) && e.uses_input(1) && !e.uses_input(2));
+        assert_eq!(e.max_dim(), Some(0));
+        assert_eq!(e.is_constant(), None);
+        assert_eq!(
+            e.to_wgsl_with(&|d| format!("c{d}"), &|j| format!("a{j}")),
+            "(max(min(a0, 100i), 20i) + (a1 * c0))"
+        );
+        // Inputs are not folded as constants, and not affine.
+        let e = Expr::parse_with("a + 1 + 2", &["a"]).unwrap();
+        assert_eq!(e.eval_with(&[], &[4]), 7);
+        assert_eq!(e.compile().eval(&[]), 3);
+        // Names of inputs, and what may not be one.
+        assert_eq!(
+            Expr::parse_with("h", &["g"]).unwrap_err().to_string(),
+            "column 1: unknown name 'h'; coordinates are x, y, z, w, d4..d15; inputs are g"
+        );
+        for (name, why) in [
+            ("x", "'x' is a coordinate, so it cannot name an input"),
+            ("d7", "'d7' is a coordinate, so it cannot name an input"),
+            (
+                "min",
+                "'min' is a keyword or function, so it cannot name an input",
+            ),
+            (
+                "if",
+                "'if' is a keyword or function, so it cannot name an input",
+            ),
+            (
+                "a-b",
+                "'a-b' cannot be an input of an expression: names are letters, digits and _",
+            ),
+            (
+                "1a",
+                "'1a' cannot be an input of an expression: names are letters, digits and _",
+            ),
+        ] {
+            assert_eq!(Expr::check_input_name(name).unwrap_err(), why);
+            assert_eq!(Expr::parse_with("1", &[name]).unwrap_err().message, why);
+        }
+        for name in ["out", "input", "d0", "d16", "f_2", "_t"] {
+            Expr::check_input_name(name).unwrap();
+        }
+        // A name that is an input is the input, not the coordinate it would be.
+        let e = Expr::parse_with("d0 + d16", &["d0", "d16"]).unwrap();
+        assert_eq!(e.eval_with(&[100], &[1, 2]), 3);
+    }
+
+    #[test]
+    fn expansion_is_bounded() {
+        // Each level repeats the whole inner chain in WGSL: 2^200 without a bound.
+        let mut src = "x".to_owned();
+        for _ in 0..200 {
+            src = format!("0 < ({src}) < 9");
+        }
+        check_error(&src, 0, "expression too large");
+    }
+}

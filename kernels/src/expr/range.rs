@@ -2,7 +2,8 @@
 //! arithmetic: device kernels compute in `i32`, the host in `i64`, and the two
 //! agree exactly when no value of the computation leaves `i32`.
 
-use super::{Bin, Expr, Op};
+use super::vm::{Bin, Op};
+use super::Expr;
 
 /// Inclusive bounds of a value, wide enough for any product of two `i64`s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
