@@ -1,7 +1,7 @@
 //! The driver's floor under a small copy, with plain `ash` and no vkcopy code:
 //! how long one submission takes from `vkQueueSubmit` until the host sees it
 //! done, for an empty command buffer and for a 4 KiB `vkCmdCopyBuffer` (bare, and
-//! with the barriers vkcopy records around every submission), waited for by
+//! with the barriers vkcopy records before and after a submission), waited for by
 //! polling a timeline semaphore or a fence, on every queue family that copies.
 //! What vkcopy's own code adds on top is `vkcopy-suite bench --breakdown`.
 //!
@@ -19,41 +19,37 @@ const BYTES: u64 = 4096;
 struct Variant {
     name: &'static str,
     copy: bool,
-    barriers: bool,
+    /// The barrier before the work: earlier transfer writes to later transfers.
+    before: bool,
+    /// The barrier after the work: its writes to the host.
+    after: bool,
     fence: bool,
 }
 
-const VARIANTS: [Variant; 5] = [
+const fn variant(
+    name: &'static str,
+    copy: bool,
+    before: bool,
+    after: bool,
+    fence: bool,
+) -> Variant {
     Variant {
-        name: "empty, timeline",
-        copy: false,
-        barriers: false,
-        fence: false,
-    },
-    Variant {
-        name: "empty, fence",
-        copy: false,
-        barriers: false,
-        fence: true,
-    },
-    Variant {
-        name: "copy, timeline",
-        copy: true,
-        barriers: false,
-        fence: false,
-    },
-    Variant {
-        name: "copy+barriers, timeline",
-        copy: true,
-        barriers: true,
-        fence: false,
-    },
-    Variant {
-        name: "copy+barriers, fence",
-        copy: true,
-        barriers: true,
-        fence: true,
-    },
+        name,
+        copy,
+        before,
+        after,
+        fence,
+    }
+}
+
+const VARIANTS: [Variant; 7] = [
+    variant("empty, timeline", false, false, false, false),
+    variant("empty, fence", false, false, false, true),
+    variant("copy, timeline", true, false, false, false),
+    variant("before+copy, timeline", true, true, false, false),
+    variant("copy+after, timeline", true, false, true, false),
+    variant("before+copy+after, timeline", true, true, true, false),
+    variant("before+copy+after, fence", true, true, true, true),
 ];
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -195,8 +191,7 @@ fn main() {
                         )
                     };
                 };
-                let start = Instant::now();
-                if v.barriers {
+                if v.before {
                     let w = vk::AccessFlags::TRANSFER_WRITE;
                     barrier(w, w | vk::AccessFlags::TRANSFER_READ, stages);
                 }
@@ -209,7 +204,7 @@ fn main() {
                     // SAFETY: recording; both buffers hold BYTES.
                     unsafe { device.cmd_copy_buffer(cmd, src, dst, &region) };
                 }
-                if v.barriers {
+                if v.after {
                     let w = vk::AccessFlags::TRANSFER_WRITE;
                     barrier(w, vk::AccessFlags::HOST_READ, vk::PipelineStageFlags::HOST);
                 }
@@ -256,7 +251,6 @@ fn main() {
                     total.push((end - submitted).as_secs_f64() * 1e6);
                     submit.push((after_submit - submitted).as_secs_f64() * 1e6);
                 }
-                let _ = start;
             }
             println!(
                 "  {:<26} submit to done {:>6.1} ({:>5.1})   vkQueueSubmit {:>5.1}",

@@ -126,7 +126,7 @@ impl Context {
         let kernel = cache.copy_kernel(device, stats)?;
         let sets = kernel.sets(device, stats, legs)?;
         let start = std::time::Instant::now();
-        let gpu = sub.run_timed(timed, |cmd| {
+        let gpu = sub.run_on_device(timed, |cmd| {
             for (i, l) in legs.iter().enumerate() {
                 if i > 0 {
                     shader_write_barrier(device, cmd);
@@ -159,7 +159,7 @@ impl Context {
         let mut gpu_timestamps = true;
         for _ in 0..CALIBRATION_ROUNDS {
             let start = std::time::Instant::now();
-            let gpu = sub.run_timed(true, transfer)?;
+            let gpu = sub.run_on_device(true, transfer)?;
             gpu_timestamps &= gpu.is_some();
             t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
             k = k.min(self.run_legs(sub, legs, true)?.unwrap_or(u64::MAX));

@@ -24,6 +24,9 @@ pub struct RawCopy<'a> {
     src: Arc<Region>,
     dst: Arc<Region>,
     bytes: u64,
+    /// The host reads the destination (a readback): the copy ends with a barrier
+    /// to the host stage, as the runtime's readbacks do.
+    host_reads: bool,
 }
 
 impl Context {
@@ -49,6 +52,7 @@ impl Context {
             src: self.allocate_region(src, bytes)?,
             dst: self.allocate_region(dst, bytes)?,
             bytes,
+            host_reads: path == CopyPath::DeviceToHost,
         })
     }
 }
@@ -70,10 +74,15 @@ impl RawCopy<'_> {
             size: self.bytes,
         }];
         let start = Instant::now();
-        self.ctx.inner.submitters.take()?.run_timed(false, |cmd| {
+        let copy = |cmd| {
             // SAFETY: both buffers are alive while `self` is, and hold `bytes` bytes.
             unsafe { device.cmd_copy_buffer(cmd, src, dst, &region) }
-        })?;
+        };
+        let sub = self.ctx.inner.submitters.take()?;
+        match self.host_reads {
+            true => sub.run_timed(false, copy)?,
+            false => sub.run_on_device(false, copy)?,
+        };
         Ok(start.elapsed())
     }
 }

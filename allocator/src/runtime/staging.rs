@@ -364,6 +364,7 @@ impl Context {
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
+        lanes.device_only();
         let mut all = Windows::new(plan, window, self.max_pieces())
             .enumerate()
             .peekable();

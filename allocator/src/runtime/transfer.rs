@@ -152,6 +152,14 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
     Ok(())
 }
 
+/// Whether the host reads what a submission writes (a readback): then it ends
+/// with a barrier to the host stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostReads {
+    Yes,
+    No,
+}
+
 /// The route of one upload or readback, with what it needs.
 enum Chosen {
     /// The imported buffer over the host memory, and the offset of its first byte.
@@ -171,14 +179,20 @@ impl Context {
         src: (vk::Buffer, u64),
         dst: (vk::Buffer, u64),
         host: Option<HostSide>,
+        reads: HostReads,
     ) -> Result<Option<u64>> {
         let device = self.raw_device();
         // A chunk is at most two regions (the host-side cut).
         let per_submission = (self.max_pieces() / 2).max(1);
         if plan.chunks() <= per_submission as u64 {
-            return self.submit(sub, |cmd| record_copy(device, cmd, plan, src, dst, host));
+            return self.submit(sub, reads, |cmd| {
+                record_copy(device, cmd, plan, src, dst, host)
+            });
         }
         let mut lanes = sub.lanes(self.inner.profile.enabled());
+        if reads == HostReads::No {
+            lanes.device_only();
+        }
         let mut chunks = plan.chunk_offsets().peekable();
         let mut lane = 0;
         while chunks.peek().is_some() {
@@ -196,10 +210,14 @@ impl Context {
     fn submit(
         &self,
         sub: &Submitter,
+        reads: HostReads,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<Option<u64>> {
         let timed = self.inner.profile.enabled();
-        sub.run_timed(timed, record)
+        match reads {
+            HostReads::Yes => sub.run_timed(timed, record),
+            HostReads::No => sub.run_on_device(timed, record),
+        }
     }
 
     /// Counts a copy on its route, and its times in the profile.
@@ -301,7 +319,8 @@ impl Context {
         let (via, gpu) = match self.host_route(&plan, &mem, Role::Upload) {
             Chosen::Imported(buffer, base) => {
                 let from = (buffer, base + src.0.offset as u64);
-                let gpu = self.submit_copy(sub, &plan, from, device, Some(HostSide::Src))?;
+                let gpu =
+                    self.submit_copy(sub, &plan, from, device, Some(HostSide::Src), HostReads::No)?;
                 (Via::Imported, gpu)
             }
             Chosen::Ring => (Via::Ring, self.upload_staged(sub, &plan, host, device)?),
@@ -327,7 +346,14 @@ impl Context {
         let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
         pack.copy_host(host, out);
         self.flush(&staging.alloc, 0, size)?;
-        self.submit_copy(sub, &unpack, (staging.alloc.buffer, 0), device, None)
+        self.submit_copy(
+            sub,
+            &unpack,
+            (staging.alloc.buffer, 0),
+            device,
+            None,
+            HostReads::No,
+        )
     }
 
     /// Copies the intersection of a device view and a host view, device to host,
@@ -354,7 +380,8 @@ impl Context {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
                 let to = (buffer, base + dst.0.offset as u64);
-                let gpu = self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst));
+                let gpu =
+                    self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst), HostReads::Yes);
                 if let Err(Error::Timeout { .. }) = gpu {
                     // The GPU may still be writing the memory: the write lock is held
                     // until it is idle, so no reader of the host memory races it.
@@ -385,7 +412,14 @@ impl Context {
     ) -> Result<Option<u64>> {
         let (pack, unpack, size) = self.staging(plan);
         let staging = self.allocate_region(Role::Readback, size)?;
-        let gpu = self.submit_copy(sub, &pack, device, (staging.alloc.buffer, 0), None)?;
+        let gpu = self.submit_copy(
+            sub,
+            &pack,
+            device,
+            (staging.alloc.buffer, 0),
+            None,
+            HostReads::Yes,
+        )?;
         self.invalidate(&staging.alloc, 0, size)?;
         // The submission was waited for and ends with a barrier to HOST_READ.
         let ptr = staging.host_ptr()?;
@@ -432,7 +466,14 @@ impl Context {
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off), None)?;
+            let gpu = self.submit_copy(
+                sub,
+                &plan,
+                (sb, src_off),
+                (db, dst_off),
+                None,
+                HostReads::No,
+            )?;
             self.record(
                 CopyPath::DeviceToDevice,
                 Some(Via::Transfer),
@@ -447,10 +488,10 @@ impl Context {
         if plan.chunks() > (self.max_pieces() / 2) as u64 {
             // In two capped copies, the second after the first (submissions wait
             // for the transfer writes before them).
-            let into =
-                self.submit_copy(sub, &plan.with_dense_dst(), (sb, src_off), (tb, 0), None)?;
-            let out =
-                self.submit_copy(sub, &plan.with_dense_src(), (tb, 0), (db, dst_off), None)?;
+            let (dense_dst, dense_src) = (plan.with_dense_dst(), plan.with_dense_src());
+            let no = HostReads::No;
+            let into = self.submit_copy(sub, &dense_dst, (sb, src_off), (tb, 0), None, no)?;
+            let out = self.submit_copy(sub, &dense_src, (tb, 0), (db, dst_off), None, no)?;
             let gpu = into.zip(out).map(|(a, b)| a + b);
             self.record(
                 CopyPath::DeviceToDevice,
@@ -461,7 +502,7 @@ impl Context {
             );
             return Ok(());
         }
-        let gpu = self.submit(sub, |cmd| {
+        let gpu = self.submit(sub, HostReads::No, |cmd| {
             record_copy(
                 device,
                 cmd,
