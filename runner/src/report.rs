@@ -12,6 +12,7 @@ pub mod csv;
 pub mod folder;
 pub mod markdown;
 pub mod meta;
+pub mod read;
 pub mod schema;
 
 pub use meta::{MemoryRecord, ToolRecord};
@@ -204,8 +205,7 @@ impl Report {
 
     /// The throughput chart, when the run measured copies.
     pub fn chart(&self) -> Result<Option<Vec<u8>>, String> {
-        let json = serde_json::to_value(self).map_err(|e| e.to_string())?;
-        let bars = crate::plot::bars_from_report(&json, "");
+        let bars = crate::plot::bars_from_report(&read::from_report(self)?, "");
         if bars.is_empty() {
             return Ok(None);
         }

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::load::{CaseResult, Loaded};
+use crate::report::read::{CaseResult, Loaded};
 
 /// A case whose verdict changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::load::Loaded;
+use crate::report::read::Loaded;
 
 /// One column: a configuration ([`Loaded::label`]) and its counts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
