@@ -21,8 +21,11 @@ pub struct Bar {
     pub series: String,
     /// `case: copy`.
     pub label: String,
+    /// Bytes per copy.
     pub bytes: u64,
+    /// The fastest run.
     pub best_seconds: f64,
+    /// The median run.
     pub median_seconds: f64,
 }
 
