@@ -54,6 +54,7 @@ pub fn check(args: &CheckArgs) -> ExitCode {
 /// `vkcopy-suite schema`'s options.
 #[derive(clap::Args)]
 pub struct SchemaArgs {
+    /// Print the case reference (Markdown, cases/REFERENCE.md) instead of the schema.
     #[arg(long)]
     markdown: bool,
     /// Write case.schema.json and REFERENCE.md into the cases folder.
@@ -131,8 +132,9 @@ pub fn new_case(args: &NewArgs) -> ExitCode {
 pub struct ExplainArgs {
     /// A case file, or a case name such as basic::round_trip_2d.
     case: String,
-    /// A recorded table (a name in cases/devices/) when the case simulates none.
-    #[arg(long)]
+    /// The recorded table, when the case simulates none: the name of a file of
+    /// the cases' devices/ folder (lavapipe), or a path to a table file.
+    #[arg(long, value_name = "NAME|PATH")]
     table: Option<String>,
     /// The policy, when the case pins none; default vkcopy.
     #[arg(long)]

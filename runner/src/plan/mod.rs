@@ -112,10 +112,21 @@ impl CasePlan {
     }
 }
 
-/// The test name of a case file below `root`.
+/// The test name of a case file below `root`, as `run` and `list` say it.
 pub fn case_name(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path).with_extension("");
-    rel.components()
+    // `cases/basic/x.yaml` is below `runner/../cases` too: compare real paths
+    // when the written ones differ.
+    let rel = path
+        .strip_prefix(root)
+        .map(Path::to_owned)
+        .unwrap_or_else(|_| match (root.canonicalize(), path.canonicalize()) {
+            (Ok(root), Ok(real)) => real
+                .strip_prefix(&root)
+                .map_or(path.to_owned(), Path::to_owned),
+            _ => path.to_owned(),
+        });
+    rel.with_extension("")
+        .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("::")
