@@ -13,8 +13,11 @@ use crate::rt::MemoryTable;
 /// What a check looked at and what it found.
 #[derive(Debug, Default)]
 pub struct Checked {
+    /// Case files checked.
     pub cases: usize,
+    /// Recorded memory tables checked.
     pub tables: usize,
+    /// Expectation files checked.
     pub expectations: usize,
     /// Located problems, one line each, in file order.
     pub errors: Vec<String>,

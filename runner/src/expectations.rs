@@ -65,6 +65,7 @@ pub struct Expectations {
 /// A case's attempts judged against the expectations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Judgement {
+    /// The verdict.
     pub verdict: Verdict,
     /// The matching entry's reason, if any.
     pub reason: Option<String>,

@@ -68,17 +68,38 @@ fn pick_table(
         return Ok((t.clone(), "simulate_memory of the case".into()));
     }
     if let Some(name) = table {
-        let t = selection::recorded_table(root, name).map_err(|e| format!("--table: {e}"))?;
+        let t = table_named(root, name).map_err(|e| format!("--table: {e}"))?;
         return Ok((t, format!("--table {name}")));
     }
     let devices = Context::list_devices().map_err(|e| {
-        format!("the case simulates no table and there is no Vulkan device ({e}); give --table NAME (a file of cases/devices/)")
+        format!("the case simulates no table and there is no Vulkan device ({e}); {TABLE_HINT}")
     })?;
     let d = devices
         .into_iter()
         .next()
-        .ok_or("no Vulkan device; give --table NAME (a file of cases/devices/)")?;
+        .ok_or(format!("no Vulkan device; {TABLE_HINT}"))?;
     Ok((d.memory, format!("device {}", d.index)))
+}
+
+const TABLE_HINT: &str =
+    "give --table NAME (a file of the cases' devices/ folder) or --table PATH (a table file)";
+
+/// The table `--table` names: a file of `root`'s `devices/` folder by its name
+/// (`lavapipe`), or a table file by its path.
+fn table_named(root: &Path, name: &str) -> Result<MemoryTable, String> {
+    let as_path = Path::new(name);
+    if name.contains(['/', '\\']) || name.ends_with(".yaml") || as_path.is_file() {
+        return selection::table_file(as_path);
+    }
+    let devices = root.join("devices");
+    if devices.join(format!("{name}.yaml")).is_file() {
+        return selection::recorded_table(root, name);
+    }
+    Err(format!(
+        "no recorded table '{name}' in {}/; {}; give the name of a table there or a path to a table file",
+        devices.display(),
+        selection::tables_there(&devices)
+    ))
 }
 
 fn selection_lines(s: &SelectionPlan, out: &mut String) {
@@ -103,7 +124,9 @@ fn selection_lines(s: &SelectionPlan, out: &mut String) {
     }
 }
 
-/// A slot's shape: `i32 128x128 (min 0,0 stride 1,128), 65536 bytes`.
+/// A slot's shape: `i32 128x128 (min 0,0 stride 1,128), 65536 bytes`; where
+/// its elements do not fill the memory from the first to the last (a crop of
+/// a wider buffer, a strided view) or share it (stride 0), both sizes, each said.
 fn shape(elem: ElemType, dims: &[Dim]) -> String {
     let list = |f: fn(&Dim) -> i64| {
         dims.iter()
@@ -116,12 +139,22 @@ fn shape(elem: ElemType, dims: &[Dim]) -> String {
         .map(|d| d.extent.to_string())
         .collect::<Vec<_>>()
         .join("x");
+    let (bytes, _) = copy_size(elem, dims);
+    let span = span_bytes(elem, dims).unwrap_or(0);
+    let aliased = dims.iter().any(|d| d.stride == 0 && d.extent > 1);
+    let size = if span == bytes {
+        format!("{bytes} bytes")
+    } else if aliased {
+        let coords = bytes / elem.bytes() as u64;
+        format!("a span of {span} bytes that its {coords} coordinates share (stride 0)")
+    } else {
+        format!("{bytes} bytes of elements in a span of {span} bytes")
+    };
     format!(
-        "{} {extents} (min {} stride {}), {} bytes",
+        "{} {extents} (min {} stride {}), {size}",
         elem.name(),
         list(|d| d.min),
         list(|d| d.stride),
-        span_bytes(elem, dims).unwrap_or(0)
     )
 }
 
@@ -345,7 +378,22 @@ fn step_line(c: &Ctx, op: &Op) -> String {
                 views::Op::View { from, to, .. } => ("view", from, to),
                 views::Op::ViewNoHost { from, to } => ("view_no_host", from, to),
             };
-            format!("{step} of {} makes {}", c.name(*from), c.shape(*to))
+            let line = format!("{step} of {} makes {}", c.name(*from), c.shape(*to));
+            match v {
+                // A crop keeps its parent's strides: where it starts in the
+                // parent's memory follows from the mins.
+                views::Op::Crop { from, min, .. } => {
+                    let parent = &c.r.slot_dims[*from];
+                    let elements: i64 = parent
+                        .iter()
+                        .zip(min)
+                        .map(|(d, m)| (m - d.min) * d.stride)
+                        .sum();
+                    let at = elements * c.r.slot_elems[*from].bytes() as i64;
+                    format!("{line}, starting {at} bytes into {}", c.name(*from))
+                }
+                _ => line,
+            }
         }
         OpKind::Compute(k) => match k {
             compute::Op::FillHost { buffer, .. } => format!("fill_host {}", c.shape(*buffer)),

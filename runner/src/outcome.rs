@@ -11,6 +11,7 @@ use crate::rt::Placement;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Every step and check passed, and nothing leaked.
     Pass,
     /// A check failed, a step returned an error, or the case does not load.
     Fail,
@@ -69,9 +70,11 @@ impl std::fmt::Display for Status {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// A passing status.
     Pass,
     /// A failing status not listed as expected.
     Fail,
+    /// A skip: the device cannot run the case.
     Skip,
     /// A failing status listed in the expectations file (CTS "xfail").
     ExpectedFail,
@@ -125,9 +128,11 @@ impl std::fmt::Display for Verdict {
 /// What running a case once gave (one attempt).
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
+    /// What the case did.
     pub status: Status,
     /// Why it failed or was skipped; empty on a pass.
     pub message: String,
+    /// How long the attempt took.
     pub seconds: f64,
     /// Where the case's allocations landed.
     #[serde(default)]
@@ -150,10 +155,13 @@ pub struct Measurement {
     /// The step's `name:`, by which a later `min_ratio` refers to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Bytes per copy.
     pub bytes: u64,
+    /// Timed runs.
     pub repeat: u32,
     /// Fastest run.
     pub best_seconds: f64,
+    /// Median run.
     pub median_seconds: f64,
     /// bytes / best_seconds / 1e9.
     pub gbps: f64,
@@ -162,6 +170,7 @@ pub struct Measurement {
     /// From GPU timestamps around the copy commands, in separate runs; None where
     /// the queue has no timestamps.
     pub gpu_best_seconds: Option<f64>,
+    /// The median by GPU timestamps.
     pub gpu_median_seconds: Option<f64>,
     /// Memory types of the staging used, if any (`readback` / `upload` roles).
     pub staging_type: Option<u32>,
@@ -181,6 +190,7 @@ pub struct Ratio {
     pub of: String,
     /// The reference's best and median GB/s.
     pub reference_gbps: f64,
+    /// The reference's median GB/s.
     pub reference_median_gbps: f64,
     /// Best GB/s over the reference's best GB/s.
     pub ratio: f64,
@@ -240,11 +250,17 @@ impl Measurement {
 /// A placement as it goes into reports.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlacementRecord {
+    /// What the memory is for: `device`, `upload`, `readback` ...
     pub role: String,
+    /// The memory type it landed in.
     pub memory_type: u32,
+    /// That type's property flags, `DEVICE_LOCAL|HOST_VISIBLE|...`.
     pub flags: String,
+    /// The heap of that type.
     pub heap: u32,
+    /// The allocation's size.
     pub bytes: u64,
+    /// Memory types tried before this one, which refused the allocation.
     pub fallbacks: u32,
     /// The caller's host memory imported for the copy (`VK_EXT_external_memory_host`)
     /// rather than a staging buffer. Absent in reports before this field.
@@ -272,6 +288,7 @@ impl Outcome {
         Outcome::new(Status::Fail, message, Duration::ZERO)
     }
 
+    /// An attempt with `status` and `message` that took `took`, with no placements or timed copies.
     pub fn new(status: Status, message: String, took: Duration) -> Self {
         Outcome {
             status,

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use crate::report::read::Loaded;
+
 /// Copies of at most this many bytes are drawn as latency, not throughput.
 pub const LATENCY_BYTES: u64 = 64 * 1024;
 
@@ -19,8 +21,11 @@ pub struct Bar {
     pub series: String,
     /// `case: copy`.
     pub label: String,
+    /// Bytes per copy.
     pub bytes: u64,
+    /// The fastest run.
     pub best_seconds: f64,
+    /// The median run.
     pub median_seconds: f64,
 }
 
@@ -54,22 +59,17 @@ impl Bar {
     }
 }
 
-/// The `measure` results of a `results.json` report, in series `series`.
-pub fn bars_from_report(json: &serde_json::Value, series: &str) -> Vec<Bar> {
+/// The `measure` results of a report, in series `series`.
+pub fn bars_from_report(report: &Loaded, series: &str) -> Vec<Bar> {
     let mut out = Vec::new();
-    for case in json["cases"].as_array().into_iter().flatten() {
-        let name = case["name"].as_str().unwrap_or("?");
-        for m in case["measurements"].as_array().into_iter().flatten() {
-            let (Some(bytes), Some(best)) = (m["bytes"].as_u64(), m["best_seconds"].as_f64())
-            else {
-                continue;
-            };
+    for case in &report.cases {
+        for m in &case.measurements {
             out.push(Bar {
                 series: series.to_owned(),
-                label: format!("{name}: {}", m["what"].as_str().unwrap_or("?")),
-                bytes,
-                best_seconds: best,
-                median_seconds: m["median_seconds"].as_f64().unwrap_or(best),
+                label: format!("{}: {}", case.name, m.what),
+                bytes: m.bytes,
+                best_seconds: m.best_seconds,
+                median_seconds: m.median_seconds.unwrap_or(m.best_seconds),
             });
         }
     }

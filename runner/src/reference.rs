@@ -208,3 +208,14 @@ fn plain(v: &Value) -> String {
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_names_every_step() {
+        let text = super::text();
+        for name in crate::steps::step_names() {
+            assert!(text.contains(&format!("#### `{name}`")), "{name} missing");
+        }
+    }
+}

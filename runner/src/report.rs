@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::outcome::{Outcome, Verdict};
 
-pub mod csv;
-pub mod folder;
-pub mod markdown;
-pub mod meta;
+pub(crate) mod csv;
+pub(crate) mod folder;
+pub(crate) mod markdown;
+pub(crate) mod meta;
+pub mod read;
 pub mod schema;
 
 pub use meta::{MemoryRecord, ToolRecord};
@@ -39,7 +40,9 @@ pub fn device_slug(name: &str) -> String {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DeviceRecord {
+    /// The device's name (`NVIDIA H200`).
     pub name: String,
+    /// Its type: `discrete_gpu`, `cpu` ...
     pub device_type: String,
     /// Driver name and info (`NVIDIA 580.159.04`, `llvmpipe Mesa 22.3.6 (LLVM 15.0.6)`).
     pub driver: String,
@@ -49,6 +52,7 @@ pub struct DeviceRecord {
     pub api_version: String,
     /// `vendorID` and `deviceID`.
     pub vendor_id: u32,
+    /// The device's `deviceID`.
     pub device_id: u32,
     /// The optional features and extensions the runtime enabled because the
     /// device has them (`VK_EXT_external_memory_host`, `shaderInt64` ...).
@@ -59,8 +63,11 @@ pub struct DeviceRecord {
 /// `message`, ...) and the verdict against the expectations.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseRecord {
+    /// The case's name, `basic::round_trip_2d`.
     pub name: String,
+    /// The case file.
     pub path: String,
+    /// The status judged against the expectations and the re-runs.
     pub verdict: Verdict,
     /// How many times the case ran: 1, more with `--retries` after a failure.
     pub attempts: u32,
@@ -87,13 +94,17 @@ fn version_1() -> u32 {
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     #[serde(default = "version_1")]
+    /// The report format's version ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
     #[serde(default)]
+    /// The tool that wrote the report.
     pub tool: ToolRecord,
+    /// The device the run used.
     pub device: DeviceRecord,
     /// The device's own memory table; None without a device.
     #[serde(default)]
     pub memory: Option<MemoryRecord>,
+    /// The memory-type selection policy of the run.
     pub policy: String,
     /// The recorded memory table presented to the allocator, if any (`--simulate-memory`);
     /// placements then refer to its types.
@@ -112,17 +123,22 @@ pub struct Report {
     /// How long the whole run took.
     #[serde(default)]
     pub seconds: f64,
+    /// Every case run, in the order run.
     pub cases: Vec<CaseRecord>,
 }
 
 /// Counts of a run, by verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    /// Passes.
     pub passed: usize,
     /// Failures, unexpected passes included.
     pub failed: usize,
+    /// Skips.
     pub skipped: usize,
+    /// Failures listed in the expectations.
     pub expected_failures: usize,
+    /// Cases that failed, then passed on a re-run.
     pub flakes: usize,
 }
 
@@ -141,6 +157,7 @@ impl std::fmt::Display for Summary {
 }
 
 impl Report {
+    /// The counts of the run, by verdict.
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for c in &self.cases {
@@ -204,8 +221,7 @@ impl Report {
 
     /// The throughput chart, when the run measured copies.
     pub fn chart(&self) -> Result<Option<Vec<u8>>, String> {
-        let json = serde_json::to_value(self).map_err(|e| e.to_string())?;
-        let bars = crate::plot::bars_from_report(&json, "");
+        let bars = crate::plot::bars_from_report(&read::from_report(self)?, "");
         if bars.is_empty() {
             return Ok(None);
         }

@@ -32,9 +32,45 @@ pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// The skeleton text of a case at `depth` folders below the cases folder.
-pub fn skeleton(depth: usize, mirrors: Option<&str>) -> String {
-    let schema = format!("{}{SCHEMA_FILE}", "../".repeat(depth));
+/// The case schema a case written in the folder `dir` of the cases folder
+/// `root` points at, as a path relative to `dir`: the nearest `case.schema.json`
+/// from `dir` up to `root`, else this repository's. None when neither exists.
+pub fn schema_path(root: &Path, dir: &Path) -> Option<String> {
+    let dir = dir.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    let own = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cases")
+        .join(SCHEMA_FILE);
+    let schema = dir
+        .ancestors()
+        .take_while(|d| d.starts_with(&root))
+        .map(|d| d.join(SCHEMA_FILE))
+        .find(|f| f.is_file())
+        .or_else(|| own.canonicalize().ok())?;
+    Some(relative(&dir, &schema))
+}
+
+/// `to` as a path from the folder `from`, with `/` between parts (both real paths).
+fn relative(from: &Path, to: &Path) -> String {
+    let (from, to): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n("..".to_owned(), from.len() - shared);
+    let down = to[shared..]
+        .iter()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned());
+    up.chain(down).collect::<Vec<_>>().join("/")
+}
+
+/// The skeleton text of a case whose schema is at `schema` (relative to the
+/// case file's folder), if there is one.
+pub fn skeleton(schema: Option<&str>, mirrors: Option<&str>) -> String {
+    let schema = match schema {
+        Some(path) => format!("# yaml-language-server: $schema={path}\n"),
+        // An editor then checks nothing; say how to get a schema.
+        None => format!(
+            "# No {SCHEMA_FILE} found: `vkcopy-suite schema > CASES/{SCHEMA_FILE}` writes one.\n"
+        ),
+    };
     let mirrors = match mirrors {
         Some(m) => format!("mirrors: {m}   # the Halide test this case mirrors\n"),
         None => {
@@ -43,8 +79,7 @@ pub fn skeleton(depth: usize, mirrors: Option<&str>) -> String {
         }
     };
     format!(
-        r#"# yaml-language-server: $schema={schema}
-# Fields and steps: cases/REFERENCE.md; ideas: cases/README.md.
+        r#"{schema}# Fields and steps: cases/REFERENCE.md; ideas: cases/README.md.
 about: >
   A 64x32 i32 buffer of x + 64*y goes to device memory and back; the values
   read back come from the device. (Say here what this case checks.)
@@ -76,13 +111,9 @@ pub fn write(root: &Path, name: &str, mirrors: Option<&str>) -> Result<PathBuf, 
     if let Some(m) = mirrors.filter(|m| m.trim().is_empty() || m.contains('\n')) {
         return Err(format!("--mirrors '{m}': one line naming a Halide test"));
     }
-    let depth = path
-        .strip_prefix(root)
-        .map(|p| p.components().count() - 1)
-        .unwrap_or(1);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
+    let dir = path.parent().unwrap_or(root);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let schema = schema_path(root, dir);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -93,7 +124,7 @@ pub fn write(root: &Path, name: &str, mirrors: Option<&str>) -> Result<PathBuf, 
             }
             _ => format!("{}: {e}", path.display()),
         })?;
-    file.write_all(skeleton(depth, mirrors).as_bytes())
+    file.write_all(skeleton(schema.as_deref(), mirrors).as_bytes())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
@@ -121,9 +152,11 @@ mod tests {
 
     #[test]
     fn skeleton_points_at_the_schema_and_parses() {
-        let text = skeleton(2, Some("test/correctness/device_crop.cpp"));
-        assert!(text.starts_with("# yaml-language-server: $schema=../../case.schema.json\n"));
         let root = crate::discover::cases_root();
+        let schema = schema_path(&root, &root.join("basic"));
+        assert_eq!(schema.as_deref(), Some("../case.schema.json"));
+        let text = skeleton(schema.as_deref(), Some("test/correctness/device_crop.cpp"));
+        assert!(text.starts_with("# yaml-language-server: $schema=../case.schema.json\n"));
         let plan = crate::plan::parse(&root, &root.join("basic/new.yaml"), &text).unwrap();
         assert_eq!(
             plan.mirrors.as_deref(),

@@ -1,5 +1,5 @@
 //! The JSON Schema of the case format, generated from the serde types of
-//! [`crate::case`] and [`crate::steps`]: `cases/case.schema.json` is this
+//! `crate::case` and `crate::steps`: `cases/case.schema.json` is this
 //! text, and `cases/REFERENCE.md` is written from it.
 
 use schemars::generate::SchemaSettings;

@@ -74,24 +74,39 @@ pub fn recorded_table(root: &Path, name: &str) -> Result<MemoryTable, String> {
     }
     let file = root.join("devices").join(format!("{name}.yaml"));
     if !file.exists() {
-        let mut known: Vec<String> = std::fs::read_dir(root.join("devices"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let p = e.path();
-                let stem = p.file_stem()?.to_str()?.to_owned();
-                (p.extension()? == "yaml").then_some(stem)
-            })
-            .collect();
-        known.sort();
         return Err(format!(
-            "no recorded table '{name}' in devices/; the tables are {}",
-            known.join(", ")
+            "no recorded table '{name}' in devices/; {}",
+            tables_there(&root.join("devices"))
         ));
     }
-    let src = crate::files::read_text(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    crate::error::refuse_tags(&file, &src).map_err(|e| e.to_string())?;
+    table_file(&file)
+}
+
+/// The recorded tables of the folder `devices`, as a message says them: `the
+/// tables are a, b`, or why there are none.
+pub fn tables_there(devices: &Path) -> String {
+    let Ok(entries) = std::fs::read_dir(devices) else {
+        return "the folder does not exist".into();
+    };
+    let mut known: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            let stem = p.file_stem()?.to_str()?.to_owned();
+            (p.extension()? == "yaml").then_some(stem)
+        })
+        .collect();
+    known.sort();
+    if known.is_empty() {
+        return "the folder holds no *.yaml table".into();
+    }
+    format!("the tables are {}", known.join(", "))
+}
+
+/// The recorded table in the file `file`.
+pub fn table_file(file: &Path) -> Result<MemoryTable, String> {
+    let src = crate::files::read_text(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::error::refuse_tags(file, &src).map_err(|e| e.to_string())?;
     MemoryTable::from_yaml_str(&src, &file.display().to_string()).map_err(|e| e.to_string())
 }
 

@@ -17,9 +17,11 @@ use crate::steps::compute;
 /// The device the suite runs on, as found by opening it once.
 #[derive(Clone, Debug)]
 pub struct Device {
+    /// What reports say of the device.
     pub record: DeviceRecord,
     /// The device's own memory table.
     pub memory: MemoryRecord,
+    /// Its type, which `requires:` is held to.
     pub device_type: DeviceType,
     /// Why kernels cannot run on an element type, per type that cannot.
     unsupported: Vec<(ElemType, String)>,
@@ -61,6 +63,7 @@ pub fn probe(options: &ContextOptions) -> Result<Result<Device, String>, Error> 
 pub struct Config {
     /// The cases folder.
     pub cases: PathBuf,
+    /// The options of every context the cases run on.
     pub options: ContextOptions,
     /// Expectation files (known failures and flakes); default: those of
     /// [`default_expectations`] that exist.
@@ -147,6 +150,7 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 /// What the suite decided about a case before running it.
 #[derive(Clone, Debug)]
 pub enum Decision {
+    /// Run it: its plan.
     Run(Box<CasePlan>),
     /// The device cannot run it (its type, or kernels on an element type).
     Skip(String),
@@ -159,19 +163,26 @@ pub enum Decision {
 /// A case found by the suite.
 #[derive(Clone, Debug)]
 pub struct Entry {
+    /// The case's name.
     pub name: String,
+    /// The case file.
     pub path: PathBuf,
     /// The case's `tags:` (none when it does not load).
     pub tags: Vec<String>,
+    /// Whether and how it runs.
     pub decision: Decision,
 }
 
 /// A suite ready to run: device probed, expectations loaded.
 #[derive(Clone, Debug)]
 pub struct Suite {
+    /// The cases folder.
     pub root: PathBuf,
+    /// The options of every context the cases run on.
     pub options: ContextOptions,
+    /// The device, or why there is none.
     pub device: Result<Device, String>,
+    /// Known failures and flakes, from `expectations_files`.
     pub expectations: Expectations,
     /// The files the expectations came from.
     pub expectations_files: Vec<PathBuf>,

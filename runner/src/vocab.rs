@@ -11,8 +11,7 @@ use serde_json::{json, Value};
 use crate::names;
 use crate::requires::DeviceReq;
 use crate::rt::{
-    counter_names, parse_property_flag, ElemType, MemoryCaching, MemoryUsage, MemoryVisibility,
-    Policy, Role,
+    counter_names, ElemType, MemoryCaching, MemoryUsage, MemoryVisibility, Policy, Role,
 };
 
 /// Errors `expect_error` may name: the runtime's errors that a case can provoke.
@@ -351,20 +350,16 @@ impl JsonSchema for RequestName {
     }
 }
 
-/// Whether every flag of [`MEMORY_FLAGS`] parses (tests).
-pub fn flags_parse() -> bool {
-    MEMORY_FLAGS
-        .iter()
-        .all(|(n, _)| parse_property_flag(n).is_some())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rt::parse_property_flag;
 
     #[test]
     fn listed_names_are_the_parsers() {
-        assert!(flags_parse());
+        assert!(MEMORY_FLAGS
+            .iter()
+            .all(|(n, _)| parse_property_flag(n).is_some()));
         let elems = ElemName::json_schema(&mut SchemaGenerator::default());
         let listed = elems.get("enum").unwrap().as_array().unwrap();
         assert_eq!(listed.len(), 10);

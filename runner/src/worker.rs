@@ -27,6 +27,7 @@ const TAIL_LINES: usize = 200;
 /// How to start a worker: the binary and the arguments of its `worker` subcommand.
 #[derive(Clone, Debug)]
 pub struct Spawn {
+    /// The `vkcopy-suite` binary.
     pub exe: PathBuf,
     /// `worker --cases ROOT ...`.
     pub args: Vec<String>,
@@ -60,8 +61,11 @@ impl Spawn {
 /// What a run sets on top of the `VKCOPY_*` variables, which workers inherit.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// `--policy`, if given.
     pub policy: Option<String>,
+    /// `--simulate-memory`, if given.
     pub simulate_memory: Option<PathBuf>,
+    /// `--validation`.
     pub validation: bool,
 }
 

@@ -187,11 +187,3 @@ fn walk(v: &Value, at: &str, missing: &mut Vec<String>) {
         }
     }
 }
-
-#[test]
-fn reference_names_every_step() {
-    let text = reference::text();
-    for name in vkcopy_suite::steps::step_names() {
-        assert!(text.contains(&format!("#### `{name}`")), "{name} missing");
-    }
-}

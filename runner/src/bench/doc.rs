@@ -13,12 +13,17 @@ use crate::timing::{gbps, Samples};
 pub struct BenchDoc {
     /// `vkcopy` here, `cuda-torch` from the CUDA reference.
     pub tool: String,
+    /// The tool's version.
     pub tool_version: String,
+    /// The device's name.
     pub device: String,
+    /// The driver's name and version.
     pub driver: String,
+    /// The machine's host name.
     pub host: String,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub time: String,
+    /// One entry per path, host memory and size.
     pub results: Vec<BenchResult>,
 }
 
@@ -26,21 +31,30 @@ pub struct BenchDoc {
 /// `round_trip`); GB/s are 1e9 bytes/s of `bytes`, by the host clock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
+    /// The copy path: `readback`, `upload`, `device_to_device`, `round_trip`.
     pub path: String,
+    /// The host memory copied from or to: `aligned`, `unaligned`, or `device`.
     pub host_memory: String,
+    /// Bytes per copy.
     pub bytes: u64,
     /// Timed runs counted.
     pub repeat: u32,
+    /// The fastest run.
     pub best_seconds: f64,
+    /// The median run.
     pub median_seconds: f64,
+    /// `bytes` over `best_seconds`, in GB/s.
     pub best_gbps: f64,
+    /// `bytes` over `median_seconds`, in GB/s.
     pub median_gbps: f64,
     /// From GPU timestamps; null where there are none.
     pub gpu_best_seconds: Option<f64>,
+    /// The median by GPU timestamps; null where there are none.
     pub gpu_median_seconds: Option<f64>,
 }
 
 impl BenchResult {
+    /// The result of `samples` of copies of `bytes` on `path` from or to `host_memory`.
     pub fn new(path: &str, host_memory: &str, bytes: u64, s: &Samples) -> Self {
         let (best, median) = (s.best(), s.median());
         BenchResult {
@@ -72,6 +86,7 @@ impl BenchDoc {
         }
     }
 
+    /// Reads a bench JSON file (vkcopy's or the CUDA reference's).
     pub fn read(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))

@@ -4,28 +4,28 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`args`] | the command line |
-//! | [`sizes`] | `4KiB`-style sizes, read and written |
+//! | `args` | the command line |
+//! | `sizes` | `4KiB`-style sizes, read and written |
 //! | [`doc`] | the JSON document, read and written (one set of serde structs) |
-//! | [`crate::stamp`] | host name and UTC time of a run |
-//! | [`host`] | the kinds of host memory a copy reads or writes |
-//! | [`paths`] | the copy paths and one copy of each |
-//! | [`sweep`] | running the sweep on a context |
-//! | [`compare`] | matching vkcopy's results with CUDA's; the Markdown table |
-//! | [`chart`] | the comparison as SVG |
-//! | [`overlap`] | copies at the same time as each other and as kernels |
-//! | [`breakdown`] | where the time of one copy goes, step by step |
+//! | `crate::stamp` | host name and UTC time of a run |
+//! | `host` | the kinds of host memory a copy reads or writes |
+//! | `paths` | the copy paths and one copy of each |
+//! | `sweep` | running the sweep on a context |
+//! | `compare` | matching vkcopy's results with CUDA's; the Markdown table |
+//! | `chart` | the comparison as SVG |
+//! | `overlap` | copies at the same time as each other and as kernels |
+//! | `breakdown` | where the time of one copy goes, step by step |
 
-pub mod args;
-pub mod breakdown;
-pub mod chart;
-pub mod compare;
+pub(crate) mod args;
+pub(crate) mod breakdown;
+pub(crate) mod chart;
+pub(crate) mod compare;
 pub mod doc;
-pub mod host;
-pub mod overlap;
-pub mod paths;
-pub mod sizes;
-pub mod sweep;
+pub(crate) mod host;
+pub(crate) mod overlap;
+pub(crate) mod paths;
+pub(crate) mod sizes;
+pub(crate) mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,9 @@ use doc::BenchDoc;
 /// messages during the sweep (exit code 1).
 #[derive(Debug)]
 pub enum Failure {
+    /// Bad input or no device: exit code 2.
     Usage(String),
+    /// Validation messages during the sweep: exit code 1.
     Validation(String),
 }
 

@@ -2,14 +2,16 @@
 
 use serde::Serialize;
 
-use super::load::{CaseResult, Loaded};
+use crate::report::read::{CaseResult, Loaded};
 
 /// A case whose verdict changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Change {
+    /// The case's name.
     pub name: String,
     /// The verdict in A and in B.
     pub was: String,
+    /// The verdict in B.
     pub now: String,
     /// B's message (A's for a fix).
     pub message: String,
@@ -18,10 +20,13 @@ pub struct Change {
 /// A timed copy whose best GB/s moved by more than the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Speed {
+    /// The case's name.
     pub case: String,
     /// `copy_to_host g, 4096 bytes`.
     pub copy: String,
+    /// Best GB/s in A.
     pub was_gbps: f64,
+    /// Best GB/s in B.
     pub now_gbps: f64,
     /// now / was.
     pub ratio: f64,
@@ -30,7 +35,9 @@ pub struct Speed {
 /// Everything `diff` reports.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Diff {
+    /// What run A is: its label and files.
     pub a: String,
+    /// What run B is: its label and files.
     pub b: String,
     /// Passed (or was expected to fail, or skipped) in A, fails the run in B.
     pub regressions: Vec<Change>,

@@ -5,17 +5,23 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::load::Loaded;
+use crate::report::read::Loaded;
 
 /// One column: a configuration ([`Loaded::label`]) and its counts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Column {
+    /// What tells the configuration apart ([`Loaded::label`]).
     pub label: String,
+    /// The device's name.
     pub device: String,
+    /// Its driver.
     pub driver: String,
+    /// The Vulkan version it supports.
     pub api_version: String,
+    /// The memory-type selection policy.
     pub policy: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The recorded table simulated, if any.
     pub simulated_memory: Option<String>,
     /// The reports joined into this column.
     pub files: Vec<String>,
@@ -26,13 +32,16 @@ pub struct Column {
 /// One row: a case and its verdict per column (None: not run there).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Row {
+    /// The case's name.
     pub name: String,
+    /// Its verdict in each column, in the columns' order.
     pub verdicts: Vec<Option<String>>,
 }
 
 /// The merged table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Merged {
+    /// One per configuration, in the order the reports were given.
     pub columns: Vec<Column>,
     /// Every case of any report, by name.
     pub rows: Vec<Row>,

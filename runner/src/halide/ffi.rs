@@ -64,7 +64,6 @@ type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 pub type GetLibrarySymbol = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibrarySymbol;
-type SetNames = unsafe extern "C" fn(*const c_char);
 
 /// The entry points of one Halide runtime library.
 pub struct Library {
@@ -83,7 +82,6 @@ pub struct Library {
     set_error_handler: SetErrorHandler,
     set_custom_print: SetPrint,
     set_get_library_symbol: SetGetLibrarySymbol,
-    set_layer_names: SetNames,
     /// Where it was loaded from, for messages.
     pub path: String,
 }
@@ -141,7 +139,6 @@ fn load(path: &Path) -> Result<Library, String> {
         set_error_handler: sym!("halide_set_error_handler"),
         set_custom_print: sym!("halide_set_custom_print"),
         set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
-        set_layer_names: sym!("halide_vulkan_set_layer_names"),
         path: shown,
         _lib: lib,
     };
@@ -153,14 +150,6 @@ fn load(path: &Path) -> Result<Library, String> {
         (l.set_get_library_symbol)(super::shim::get_library_symbol);
     }
     Ok(l)
-}
-
-impl Library {
-    /// The Vulkan layers Halide enables on the instance it creates next.
-    pub fn set_layers(&self, names: &CStr) {
-        // SAFETY: Halide copies the string.
-        unsafe { (self.set_layer_names)(names.as_ptr()) }
-    }
 }
 
 static MESSAGES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());

@@ -11,12 +11,12 @@
 //! A case that needs what only vkcopy has (async copies, host import, measured
 //! copies, vkcopy's policies, its own counters...) is skipped with that named;
 //! no step falls back to vkcopy. Memory placements, leak counts and recorded
-//! tables reach Halide through its Vulkan entry points ([`shim`]).
+//! tables reach Halide through its Vulkan entry points (`shim.rs`).
 
-pub mod bench;
-pub mod exec;
-pub mod ffi;
-pub mod shim;
+pub(crate) mod bench;
+pub(crate) mod exec;
+pub(crate) mod ffi;
+pub(crate) mod shim;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -15,9 +15,13 @@ use crate::steps::{self, Op};
 /// A buffer of a plan.
 #[derive(Clone, Debug)]
 pub struct BufferDecl {
+    /// The buffer's name in the case.
     pub name: String,
+    /// Its element type.
     pub elem: ElemType,
+    /// Its shape.
     pub dims: Vec<Dim>,
+    /// Whether it has host memory (`host: false` gives none).
     pub host: bool,
     /// Caller host memory this many bytes past a page boundary.
     pub host_offset: Option<u64>,
@@ -28,6 +32,7 @@ pub struct BufferDecl {
 pub struct RuntimePlan {
     /// The policy the case pins, if any.
     pub policy: Option<Policy>,
+    /// The recorded table the case presents to the allocator, if any.
     pub simulate_memory: Option<MemoryTable>,
     /// Declared buffers: slots `0..buffers.len()`.
     pub buffers: Vec<BufferDecl>,
@@ -37,13 +42,16 @@ pub struct RuntimePlan {
     pub slot_elems: Vec<ElemType>,
     /// The shape of every slot.
     pub slot_dims: Vec<Vec<Dim>>,
+    /// The checked steps, repeats expanded.
     pub ops: Vec<Op>,
 }
 
 /// What a case does.
 #[derive(Clone, Debug)]
 pub enum PlanKind {
+    /// Steps on a device.
     Runtime(RuntimePlan),
+    /// Memory-type selection checks on a recorded table, without a device.
     Selection(SelectionPlan),
 }
 
@@ -52,14 +60,19 @@ pub enum PlanKind {
 pub struct CasePlan {
     /// Test name: the path below `cases/` without `.yaml`, `/` written `::`.
     pub name: String,
+    /// The case file.
     pub path: PathBuf,
+    /// The case's `about:`.
     pub about: String,
+    /// The Halide test the case mirrors, if any.
     pub mirrors: Option<String>,
+    /// The device types the case needs (`requires:`).
     pub requires: Vec<DeviceReq>,
     /// The case's `tags:`.
     pub tags: Vec<String>,
     /// The case's own time limit (`timeout:`), if it sets one.
     pub timeout: Option<std::time::Duration>,
+    /// What the case does.
     pub kind: PlanKind,
 }
 
@@ -99,10 +112,21 @@ impl CasePlan {
     }
 }
 
-/// The test name of a case file below `root`.
+/// The test name of a case file below `root`, as `run` and `list` say it.
 pub fn case_name(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path).with_extension("");
-    rel.components()
+    // `cases/basic/x.yaml` is below `runner/../cases` too: compare real paths
+    // when the written ones differ.
+    let rel = path
+        .strip_prefix(root)
+        .map(Path::to_owned)
+        .unwrap_or_else(|_| match (root.canonicalize(), path.canonicalize()) {
+            (Ok(root), Ok(real)) => real
+                .strip_prefix(&root)
+                .map_or(path.to_owned(), Path::to_owned),
+            _ => path.to_owned(),
+        });
+    rel.with_extension("")
+        .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("::")
@@ -309,7 +333,6 @@ fn runtime(
             elem: b.elem,
             dims: b.dims.clone(),
             host: b.host,
-            view: false,
             released: false,
         })
         .collect();

@@ -47,7 +47,9 @@ pub struct TypeRecord {
 /// placements' `memory_type` and `heap` refer to (without a simulated table).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryRecord {
+    /// The heaps, by index.
     pub heaps: Vec<HeapRecord>,
+    /// The memory types, by index.
     pub types: Vec<TypeRecord>,
 }
 

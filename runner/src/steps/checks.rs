@@ -345,13 +345,51 @@ pub fn expect_in(
         .iter()
         .map(|m| format!("{:?}: expected {}, got {}", m.coords, m.expected, m.actual))
         .collect();
+    let checked = distinct.as_ref().map_or(b, |(part, _)| part);
+    let (mut min, mut extent) = mismatch_box(checked, |c| f.eval(c));
+    // A dimension cut to one coordinate stands for all of them: a wrong
+    // element there is wrong at every coordinate of the dimension.
+    for (d, (whole, cut)) in b.dims().iter().zip(checked.dims()).enumerate() {
+        if whole.extent != cut.extent {
+            (min[d], extent[d]) = (whole.min, whole.extent);
+        }
+    }
     Err(StepError::Check(format!(
-        "expect {}: {} of {} elements differ from '{value}'; first: {}",
+        "expect {}: {} of {} elements differ from '{value}', all within the box min {min:?} extent {extent:?}; first: {}",
         b.name(),
         cmp.mismatches.saturating_mul(repeats),
         b.len(),
         shown.join("; ")
     )))
+}
+
+/// The smallest box (min and extent per dimension) holding every element of
+/// `b` whose host value is not `want(coords)`; extents 0 when none differs.
+fn mismatch_box(b: &Buffer, mut want: impl FnMut(&[i64]) -> i64) -> (Vec<i64>, Vec<i64>) {
+    let elem = b.elem();
+    let mut lo: Vec<i64> = Vec::new();
+    let mut hi: Vec<i64> = Vec::new();
+    // Only after a failed check, so a second pass over the elements costs
+    // nothing on the passing path.
+    b.for_each_element(|c, _| {
+        let differs = b.get(c).is_ok_and(|got| !elem.equals(got, want(c)));
+        if !differs {
+            return;
+        }
+        if lo.is_empty() {
+            (lo, hi) = (c.to_vec(), c.to_vec());
+        }
+        for (d, &x) in c.iter().enumerate() {
+            lo[d] = lo[d].min(x);
+            hi[d] = hi[d].max(x);
+        }
+    });
+    if lo.is_empty() {
+        let mins = b.dims().iter().map(|d| d.min).collect();
+        return (mins, vec![0; b.dims().len()]);
+    }
+    let extent = lo.iter().zip(&hi).map(|(l, h)| h - l + 1).collect();
+    (lo, extent)
 }
 
 fn expect_memory(

@@ -24,7 +24,6 @@ pub struct Slot {
     pub elem: ElemType,
     pub dims: Vec<Dim>,
     pub host: bool,
-    pub view: bool,
     pub released: bool,
 }
 
@@ -225,7 +224,6 @@ impl<'a> Planner<'a> {
             elem: p.elem,
             dims,
             host: p.host,
-            view: true,
             released: false,
         };
         self.slots.push(slot);

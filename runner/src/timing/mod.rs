@@ -6,7 +6,7 @@ mod memcpy;
 mod samples;
 
 pub use memcpy::HostMemcpy;
-pub use samples::{gbps, median, Samples};
+pub use samples::{gbps, Samples};
 
 use std::time::Instant;
 

@@ -1,6 +1,7 @@
-//! Reports as `diff` and `merge` read them: any version of `results.json`
-//! (version 1, before `schema_version`, wrote one `status` per case with the
-//! verdict folded in), and folders of them (the shards of one run).
+//! The one reader of `results.json`, for `diff`, `merge`, `plot`, `run
+//! --rerun-failed` and the run's own chart: any version of the file (version 1,
+//! before `schema_version`, wrote one `status` per case with the verdict folded
+//! in), and folders of them (the shards of one run).
 
 use std::path::{Path, PathBuf};
 
@@ -10,13 +11,17 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CaseResult {
+    /// The case's name, `basic::round_trip_2d`.
     pub name: String,
     /// The case's own outcome: `pass`, `fail`, `crash` ...
     pub status: String,
     /// Against the expectations: `pass`, `fail`, `expected_fail`, `flake` ...
     pub verdict: String,
+    /// Why it failed or was skipped; empty on a pass.
     pub message: String,
+    /// How long the case ran.
     pub seconds: f64,
+    /// Its timed copies.
     pub measurements: Vec<Measured>,
 }
 
@@ -25,16 +30,29 @@ impl CaseResult {
     pub fn is_failure(&self) -> bool {
         matches!(self.verdict.as_str(), "fail" | "unexpected_pass")
     }
+
+    /// Whether `run --rerun-failed` runs the case again: it failed (expected
+    /// or not), or its verdict failed the run (an unexpected pass, a flake).
+    pub fn needs_rerun(&self) -> bool {
+        !matches!(self.status.as_str(), "pass" | "skip" | "")
+            || matches!(self.verdict.as_str(), "fail" | "unexpected_pass" | "flake")
+    }
 }
 
 /// One timed copy of a loaded report.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Measured {
+    /// The copy timed: `copy_to_host`, `copy_to_device`, `device_to_device`.
     pub what: String,
+    /// The measurement's own name, when the case gave it one.
     pub name: Option<String>,
+    /// Bytes per copy.
     pub bytes: u64,
+    /// The fastest run.
     pub best_seconds: f64,
+    /// The median run; reports before it was written have none.
+    pub median_seconds: Option<f64>,
     /// Best GB/s.
     pub gbps: f64,
 }
@@ -65,7 +83,8 @@ struct ReportFields {
     policy: String,
     simulated_memory: Option<String>,
     started: String,
-    cases: Vec<CaseResult>,
+    // Required: without it the file is some other JSON.
+    cases: Option<Vec<CaseResult>>,
 }
 
 /// A report (or the union of several, for the shards of one run).
@@ -73,14 +92,20 @@ struct ReportFields {
 pub struct Loaded {
     /// The files it was read from.
     pub files: Vec<PathBuf>,
+    /// The device's name.
     pub device: String,
+    /// Its driver's name and info.
     pub driver: String,
+    /// The Vulkan version it supports.
     pub api_version: String,
+    /// The memory-type selection policy of the run.
     pub policy: String,
+    /// The recorded memory table the run simulated, if any.
     pub simulated_memory: Option<String>,
     /// The earliest start time.
     pub started: String,
-    /// By name, each once.
+    /// Each once; in the file's order from [`load_file`], by name from
+    /// [`load_all`].
     pub cases: Vec<CaseResult>,
 }
 
@@ -89,16 +114,17 @@ impl Loaded {
     /// folder name, the simulated table and the policy when not `vkcopy`
     /// (`nvidia-h200`, `nvidia-h200-simulating-lavapipe`, `nvidia-h200-halide-legacy`).
     pub fn label(&self) -> String {
-        let mut label = crate::report::device_slug(&self.device);
+        let mut label = super::device_slug(&self.device);
         if let Some(t) = &self.simulated_memory {
-            label += &format!("-simulating-{}", crate::report::device_slug(t));
+            label += &format!("-simulating-{}", super::device_slug(t));
         }
         if !self.policy.is_empty() && self.policy != "vkcopy" {
-            label += &format!("-{}", crate::report::device_slug(&self.policy));
+            label += &format!("-{}", super::device_slug(&self.policy));
         }
         label
     }
 
+    /// The case called `name`.
     pub fn case(&self, name: &str) -> Option<&CaseResult> {
         self.cases.iter().find(|c| c.name == name)
     }
@@ -125,30 +151,41 @@ impl Loaded {
     }
 }
 
-/// Reads one `results.json`, of any version.
+/// Reads one `results.json`, of any version; its cases in the file's order.
 pub fn load_file(path: &Path) -> Result<Loaded, String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| err(&e))?;
-    let fields: ReportFields = serde_json::from_str(&text).map_err(|e| err(&e))?;
-    if fields.cases.iter().any(|c| c.name.is_empty()) {
-        return Err(err(
-            &"a case without a name: not a vkcopy-suite results.json",
-        ));
+    let fields = serde_json::from_str(&text).map_err(|e| err(&e))?;
+    let mut loaded = from_fields(fields).map_err(|e| err(&e))?;
+    loaded.files = vec![path.to_owned()];
+    Ok(loaded)
+}
+
+/// A report in memory, read as [`load_file`] reads the file it would write.
+pub fn from_report(report: &super::Report) -> Result<Loaded, String> {
+    let json = serde_json::to_value(report).map_err(|e| e.to_string())?;
+    from_fields(serde_json::from_value(json).map_err(|e| e.to_string())?)
+}
+
+fn from_fields(fields: ReportFields) -> Result<Loaded, String> {
+    let Some(mut cases) = fields.cases else {
+        return Err("no `cases` list: not a vkcopy-suite results.json".into());
+    };
+    if cases.iter().any(|c| c.name.is_empty()) {
+        return Err("a case without a name: not a vkcopy-suite results.json".into());
     }
     let version = fields.schema_version.unwrap_or(1);
-    if version > crate::report::SCHEMA_VERSION {
-        return Err(err(&format!(
+    if version > super::SCHEMA_VERSION {
+        return Err(format!(
             "schema_version {version} is newer than this vkcopy-suite reads ({})",
-            crate::report::SCHEMA_VERSION
-        )));
+            super::SCHEMA_VERSION
+        ));
     }
-    let mut cases = fields.cases;
     for c in &mut cases {
         upgrade_case(c, version);
     }
-    cases.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
-        files: vec![path.to_owned()],
+        files: Vec::new(),
         device: fields.device.name,
         driver: fields.device.driver,
         api_version: fields.device.api_version,
@@ -196,12 +233,13 @@ pub fn report_files(path: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// The reports of `paths`, one per configuration ([`Loaded::label`]): the
-/// shards and re-runs of one configuration are joined.
+/// shards and re-runs of one configuration are joined, cases by name.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
     let mut out: Vec<Loaded> = Vec::new();
     for p in paths {
         for file in report_files(p)? {
-            let one = load_file(&file)?;
+            let mut one = load_file(&file)?;
+            one.cases.sort_by(|a, b| a.name.cmp(&b.name));
             match out.iter_mut().find(|l| l.label() == one.label()) {
                 Some(l) => l.absorb(one),
                 None => out.push(one),

@@ -1,0 +1,156 @@
+//! `list`, `check`, `schema`, `new` and `explain`: the commands of a case
+//! author, none of which runs a case.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use vkcopy_suite::plan;
+use vkcopy_suite::rt::Policy;
+
+use super::{fail, print, CasesArg};
+
+/// `vkcopy-suite list`'s options.
+#[derive(clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    cases: CasesArg,
+}
+
+/// Prints the name of every case, as `run --filter` takes it.
+pub fn list(args: &ListArgs) -> ExitCode {
+    let root = args.cases.root();
+    match vkcopy_suite::discover::case_files(&root) {
+        Ok(files) => {
+            for f in files {
+                out!("{}", plan::case_name(&root, &f));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `vkcopy-suite check`'s options.
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// Case files or folders; default: the cases folder.
+    paths: Vec<PathBuf>,
+}
+
+/// Checks cases, tables and expectation files; exit code 1 on any problem.
+pub fn check(args: &CheckArgs) -> ExitCode {
+    let checked = vkcopy_suite::check::check(&args.paths);
+    for e in &checked.errors {
+        eprintln!("{e}");
+    }
+    out!("{}", checked.summary());
+    if checked.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `vkcopy-suite schema`'s options.
+#[derive(clap::Args)]
+pub struct SchemaArgs {
+    /// Print the case reference (Markdown, cases/REFERENCE.md) instead of the schema.
+    #[arg(long)]
+    markdown: bool,
+    /// Write case.schema.json and REFERENCE.md into the cases folder.
+    #[arg(long, conflicts_with = "markdown")]
+    write: bool,
+    #[command(flatten)]
+    cases: CasesArg,
+}
+
+/// Prints the case schema or reference, or writes them with the results schema.
+pub fn schema(args: &SchemaArgs) -> ExitCode {
+    use vkcopy_suite::{reference, report, schema};
+    if !args.write {
+        print(&if args.markdown {
+            reference::text()
+        } else {
+            schema::case_schema_text()
+        });
+        return ExitCode::SUCCESS;
+    }
+    let root = args.cases.root();
+    for (file, text) in [
+        (schema::SCHEMA_FILE, schema::case_schema_text()),
+        (reference::REFERENCE_FILE, reference::text()),
+        (
+            report::schema::SCHEMA_FILE,
+            report::schema::results_schema_text(),
+        ),
+    ] {
+        let path = root.join(file);
+        if let Err(e) = std::fs::write(&path, text) {
+            return fail(format!("{}: {e}", path.display()));
+        }
+        out!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// `vkcopy-suite new`'s options.
+#[derive(clap::Args)]
+pub struct NewArgs {
+    name: String,
+    /// The Halide test the case mirrors, e.g. test/correctness/device_crop.cpp.
+    #[arg(long)]
+    mirrors: Option<String>,
+    #[command(flatten)]
+    cases: CasesArg,
+}
+
+/// Writes a case skeleton and says how to check and run it.
+pub fn new_case(args: &NewArgs) -> ExitCode {
+    let cases_arg = args
+        .cases
+        .cases
+        .as_ref()
+        .map(|c| format!(" --cases {}", c.display()))
+        .unwrap_or_default();
+    let root = args.cases.root();
+    match vkcopy_suite::scaffold::write(&root, &args.name, args.mirrors.as_deref()) {
+        Ok(path) => {
+            out!("wrote {}", path.display());
+            out!("check it: vkcopy-suite check {}", path.display());
+            out!(
+                "run it:   vkcopy-suite run{cases_arg} --filter '{}'",
+                plan::case_name(&root, &path)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `vkcopy-suite explain`'s options.
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// A case file, or a case name such as basic::round_trip_2d.
+    case: String,
+    /// The recorded table, when the case simulates none: the name of a file of
+    /// the cases' devices/ folder (lavapipe), or a path to a table file.
+    #[arg(long, value_name = "NAME|PATH")]
+    table: Option<String>,
+    /// The policy, when the case pins none; default vkcopy.
+    #[arg(long)]
+    policy: Option<Policy>,
+    #[command(flatten)]
+    cases: CasesArg,
+}
+
+/// Prints what a case would do, from its plan alone.
+pub fn explain(args: &ExplainArgs) -> ExitCode {
+    let root = args.cases.root();
+    match vkcopy_suite::explain::explain(&root, &args.case, args.table.as_deref(), args.policy) {
+        Ok(text) => {
+            print(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}

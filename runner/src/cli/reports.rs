@@ -1,0 +1,124 @@
+//! `plot`, `diff` and `merge`: commands over finished reports, each read
+//! through the one `results.json` reader, `vkcopy_suite::report::read`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use vkcopy_suite::compare::{diff, merge};
+use vkcopy_suite::report::read;
+
+use super::{fail, print};
+
+/// `vkcopy-suite plot`'s options.
+#[derive(clap::Args)]
+pub struct PlotArgs {
+    /// Reports as LABEL=PATH (or PATH), in the order to draw them.
+    reports: Vec<String>,
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value = "vkcopy-suite throughput")]
+    title: String,
+}
+
+/// Draws the measured copies of the reports into one SVG.
+pub fn plot(args: &PlotArgs) -> ExitCode {
+    let mut bars = Vec::new();
+    for r in &args.reports {
+        // A lone report needs no legend entry of its own; several are told apart.
+        let (label, path) = match r.split_once('=') {
+            Some((l, p)) => (l.to_owned(), p),
+            None if args.reports.len() == 1 => (String::new(), r.as_str()),
+            None => (r.clone(), r.as_str()),
+        };
+        match read::load_file(path.as_ref()) {
+            Ok(report) => bars.extend(vkcopy_suite::plot::bars_from_report(&report, &label)),
+            Err(e) => return fail(e),
+        }
+    }
+    match vkcopy_suite::plot::throughput_svg(&bars, &args.title, &args.out) {
+        Ok(()) => {
+            out!("wrote {}", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `vkcopy-suite diff`'s options.
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// A results.json, or a folder of them (the shards of one run).
+    a: PathBuf,
+    b: PathBuf,
+    /// Relative change of best GB/s taken as noise.
+    #[arg(long, default_value_t = 0.1)]
+    threshold: f64,
+    /// Also write the diff as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Exit 1 on copies slower beyond the threshold too.
+    #[arg(long)]
+    fail_on_slower: bool,
+}
+
+/// Prints what changed from run A to run B; exit code 1 on a regression.
+pub fn diff(args: &DiffArgs) -> ExitCode {
+    let threshold = args.threshold;
+    if !(threshold >= 0.0 && threshold.is_finite()) {
+        return fail(format!(
+            "--threshold {threshold}: expected a relative change >= 0, e.g. 0.1"
+        ));
+    }
+    let (a, b) = match (read::load_one(&args.a), read::load_one(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let d = diff::diff(&a, &b, threshold);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            return fail(format!("{}: {e}", path.display()));
+        }
+    }
+    print(&d.markdown());
+    if d.has_regressions() || (args.fail_on_slower && !d.slower.is_empty()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `vkcopy-suite merge`'s options.
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Writes merged.md and merged.json: one device x case table of the reports.
+pub fn merge(args: &MergeArgs) -> ExitCode {
+    let loaded = match read::load_all(&args.reports) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let merged = merge::merge(&loaded);
+    let out = &args.out;
+    let json = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(out.join("merged.md"), merged.markdown()))
+        .and_then(|()| std::fs::write(out.join("merged.json"), json));
+    match written {
+        Ok(()) => {
+            out!(
+                "merged {} configurations, {} cases into {}",
+                merged.columns.len(),
+                merged.rows.len(),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("{}: {e}", out.display())),
+    }
+}

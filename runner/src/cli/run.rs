@@ -1,0 +1,300 @@
+//! `run`: the cases of a selection over worker processes, the report, and
+//! optionally the expectations written from the run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use vkcopy_suite::discover::check_pattern;
+use vkcopy_suite::report::{read, Report};
+use vkcopy_suite::rt::Policy;
+use vkcopy_suite::schedule::{self, Schedule};
+use vkcopy_suite::suite::{parse_shard, Config, Selection, Suite};
+use vkcopy_suite::worker::{Overrides, Spawn};
+
+use super::{fail, options, CasesArg};
+
+/// `vkcopy-suite run`'s options.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only cases whose name matches this glob, e.g. `halide::*` or `*crop*`.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Only cases with any of these tags (comma-separated; `tags:` in a case).
+    #[arg(long, value_delimiter = ',')]
+    tags: Vec<String>,
+    /// Only the K-th of N shards (1-based), e.g. 2/3: the union of 1/N..N/N is the
+    /// whole selection, each case in exactly one.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// Only the cases that failed (expected or not) or were flaky in this results.json.
+    #[arg(long, value_name = "REPORT")]
+    rerun_failed: Option<PathBuf>,
+    /// Cases at once, each in its own worker process and Vulkan context.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: u16,
+    /// The time limit of a case without its own `timeout:`, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = schedule::DEFAULT_TIMEOUT.as_secs_f64())]
+    timeout: f64,
+    /// Re-run a failing case up to N times; a pass on a re-run is a flake.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
+    /// Flakes fail the run (they are reported either way).
+    #[arg(long)]
+    strict: bool,
+    /// The Khronos validation layer with synchronization validation; any message
+    /// fails the case (as VKCOPY_VALIDATION=1).
+    #[arg(long)]
+    validation: bool,
+    /// Memory-type selection policy: vkcopy, halide or halide-legacy.
+    #[arg(long)]
+    policy: Option<Policy>,
+    /// The runtime under test: vkcopy (default), halide:VERSION (a Halide
+    /// release's runtime built by scripts/halide-runtime.sh VERSION) or
+    /// halide:PATH (a Halide runtime library); as VKCOPY_RUNTIME.
+    #[arg(long, value_name = "RUNTIME")]
+    runtime: Option<String>,
+    #[command(flatten)]
+    cases: CasesArg,
+    /// Where reports go: <DIR>/<device>/results.json and summary.md.
+    #[arg(long, default_value = "reports/out")]
+    report_dir: PathBuf,
+    /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
+    #[arg(long)]
+    simulate_memory: Option<PathBuf>,
+    /// Expectation files (known failures and flakes), repeatable; default:
+    /// reports/expectations/<device>.yaml and, under another policy than vkcopy,
+    /// policy-<policy>.yaml, those that exist.
+    #[arg(long)]
+    expectations: Vec<PathBuf>,
+    /// Write the expectations from this run: failures listed, passes removed (into
+    /// the one --expectations file, else the policy's or the device's file).
+    #[arg(long)]
+    update_expectations: bool,
+    /// Run the cases in this process: no crash isolation, no time limit (for a debugger).
+    #[arg(long)]
+    in_process: bool,
+}
+
+/// The environment variables of a run, for `run --help`.
+pub fn env_help() -> String {
+    let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
+    vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
+    vars.push((
+        vkcopy_suite::halide::VAR,
+        "the runtime under test: vkcopy, or halide:PATH (as --runtime)",
+    ));
+    vars.push((
+        "CI",
+        "when set, `cargo test` fails the device cases without a Vulkan device",
+    ));
+    vars.push((
+        vkcopy_suite::hook::VAR,
+        "debug builds or feature test-hook, for the runner's tests: ACTION:GLOB,... with ACTION panic, abort, hang or flake",
+    ));
+    let mut text = "Environment (workers inherit it):\n".to_owned();
+    for (name, what) in vars {
+        text.push_str(&format!("  {name:<24} {what}\n"));
+    }
+    text
+}
+
+/// The names of the cases of a results.json that `--rerun-failed` runs again.
+fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let report = read::load_file(path)?;
+    Ok(report
+        .cases
+        .into_iter()
+        .filter(read::CaseResult::needs_rerun)
+        .map(|c| c.name)
+        .collect())
+}
+
+/// Runs the selection: checks the options, opens the suite, runs the cases,
+/// writes the report (and the expectations when asked), prints the summary.
+pub fn run(args: Args) -> ExitCode {
+    if let Some(f) = &args.filter {
+        if let Err(e) = check_pattern(f) {
+            return fail(format!("--filter {e}"));
+        }
+    }
+    let shard = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("--shard {e}")),
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return fail(format!(
+            "--timeout {}: a number of seconds above 0",
+            args.timeout
+        ));
+    }
+    let names = match args.rerun_failed.as_deref().map(failed_names).transpose() {
+        Ok(n) => n,
+        Err(e) => return fail(format!("--rerun-failed {e}")),
+    };
+    if names.as_ref().is_some_and(|n| n.is_empty()) {
+        out!("nothing to re-run: no case failed in the report");
+        return ExitCode::SUCCESS;
+    }
+    let root = args.cases.root();
+    let suite = match open(&args, &root) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let selection = Selection {
+        filter: args.filter.clone(),
+        tags: args.tags.clone(),
+        names,
+        shard,
+    };
+    let entries = match suite.select(&selection) {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let spawn = match std::env::current_exe() {
+        Ok(exe) if !args.in_process => {
+            let overrides = Overrides {
+                policy: args.policy.map(|p| p.to_string()),
+                simulate_memory: args.simulate_memory.clone(),
+                validation: args.validation,
+            };
+            Some(Spawn::new(&exe, &root, &overrides))
+        }
+        Ok(_) => None,
+        Err(e) => return fail(format!("cannot find this program to start workers: {e}")),
+    };
+    let plan = Schedule {
+        jobs: args.jobs as usize,
+        retries: args.retries,
+        timeout: std::time::Duration::from_secs_f64(args.timeout),
+        spawn,
+    };
+    let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
+    let clock = std::time::Instant::now();
+    let mut report = suite.report();
+    report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
+    report.seconds = clock.elapsed().as_secs_f64();
+    progress.finish();
+    match report.write(&args.report_dir) {
+        Ok(dir) => out!("report: {}", dir.display()),
+        Err(e) => eprintln!(
+            "warning: cannot write the report to {}: {e}",
+            args.report_dir.display()
+        ),
+    }
+    let whole = selection.filter.is_none()
+        && selection.tags.is_empty()
+        && selection.names.is_none()
+        && selection.shard.is_none();
+    if whole {
+        for stale in suite.stale_expectations(&report) {
+            eprintln!("warning: the expectations entry '{stale}' matches no case");
+        }
+    }
+    if args.update_expectations {
+        match update_expectations(&suite, &args, &report) {
+            Ok(path) => out!("wrote {}", path.display()),
+            Err(e) => return fail(e),
+        }
+    }
+    let summary = report.summary();
+    if summary.expected_failures > 0 {
+        out!("{} expected failures", summary.expected_failures);
+    }
+    out!("{summary}");
+    if report
+        .cases
+        .iter()
+        .any(|c| c.verdict.fails_run(args.strict))
+    {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The suite of the cases folder `root` under the run's options, with what it
+/// runs on printed: the runtime, the device, the expectation files, the table.
+fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
+    let options = options(
+        args.policy,
+        args.simulate_memory.as_deref(),
+        args.validation,
+    )?;
+    if let Some(r) = &args.runtime {
+        match vkcopy_suite::halide::resolve(r, &root.join("..")) {
+            // The workers and the suite read the choice from the environment.
+            Ok(Some(lib)) => std::env::set_var(
+                vkcopy_suite::halide::VAR,
+                format!("halide:{}", lib.display()),
+            ),
+            Ok(None) => std::env::remove_var(vkcopy_suite::halide::VAR),
+            Err(e) => return Err(format!("--runtime {e}")),
+        }
+    }
+    if let Some(lib) = vkcopy_suite::halide::selected()? {
+        out!(
+            "runtime: Halide {} ({})",
+            vkcopy_suite::halide::label(&lib),
+            lib.display()
+        );
+    }
+    for f in vkcopy_suite::discover::misnamed_files(root) {
+        eprintln!(
+            "warning: {}: not run: the suite reads only *.yaml files; rename it to .yaml",
+            f.display()
+        );
+    }
+    let config = Config {
+        cases: root.to_owned(),
+        options,
+        // The file --update-expectations is to write may not exist yet.
+        expectations: args
+            .expectations
+            .iter()
+            .filter(|p| !args.update_expectations || p.exists())
+            .cloned()
+            .collect(),
+    };
+    let suite = Suite::open(config)?;
+    match &suite.device {
+        Ok(d) => out!(
+            "device: {} ({}, {}), policy {}",
+            d.record.name,
+            d.record.device_type,
+            d.record.driver,
+            suite.options.policy
+        ),
+        Err(e) => out!("no Vulkan device: {e}"),
+    }
+    for path in &suite.expectations_files {
+        out!("expectations: {}", path.display());
+    }
+    if let Some(t) = &suite.options.simulate_memory {
+        out!("simulating the memory table of {}", t.name);
+    }
+    Ok(suite)
+}
+
+/// Writes the expectations of `report` into the file `--update-expectations` names.
+fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<PathBuf, String> {
+    let path = match (args.expectations.as_slice(), &suite.device) {
+        ([one], _) => one.clone(),
+        ([], Ok(d)) => vkcopy_suite::suite::default_expectations(
+            &suite.root,
+            &d.record.name,
+            suite.options.policy,
+        )
+        .pop()
+        .unwrap_or_default(),
+        ([], Err(e)) => return Err(format!("--update-expectations: no device: {e}")),
+        _ => return Err("--update-expectations: name one --expectations file to write".into()),
+    };
+    let old = std::fs::read_to_string(&path).ok();
+    let text = vkcopy_suite::expectations::updated(old.as_deref(), report)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,36 @@
+//! `worker` (hidden): what `run` starts, one process per worker, to run the
+//! case files named on stdin.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use vkcopy_suite::rt::Policy;
+
+use super::{fail, options};
+
+/// `vkcopy-suite worker`'s options: those of `run` that a worker needs.
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    cases: PathBuf,
+    #[arg(long)]
+    policy: Option<Policy>,
+    #[arg(long)]
+    simulate_memory: Option<PathBuf>,
+    #[arg(long)]
+    validation: bool,
+}
+
+/// Serves case files from stdin until it closes.
+pub fn worker(args: &Args) -> ExitCode {
+    let served = options(
+        args.policy,
+        args.simulate_memory.as_deref(),
+        args.validation,
+    )
+    .and_then(|o| vkcopy_suite::worker::serve(&args.cases, &o, std::io::stdin().lock()));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
