@@ -5,31 +5,31 @@
 //! blocks went back to the driver. Blocks are pooled
 //! per memory type (Halide's `BlockAllocator` and `RegionAllocator`,
 //! `src/runtime/internal/`); each region has its own `VkBuffer` bound at its
-//! offset, kept for reuse when the region is released. With a simulated table
-//! (module `simulate`) selection runs on the recorded table, and its heap sizes
-//! are enforced, as are the real heaps behind them and `maxMemoryAllocationSize`
-//! (`memory::room`). A buffer the driver prefers or requires in memory of its own
-//! (`VkMemoryDedicatedRequirements`) gets a dedicated block allocated for it, as
-//! does a request larger than the pool's blocks; dedicated blocks are freed when
-//! their region is released.
+//! offset, kept for reuse when the region is released. Blocks come from the
+//! table's heaps (`vk::heaps`): the device's, or a recorded table's on top of
+//! them, which also say how much room a heap has. A buffer the driver prefers or
+//! requires in memory of its own (`VkMemoryDedicatedRequirements`) gets a
+//! dedicated block allocated for it, as does a request larger than the pool's
+//! blocks; dedicated blocks are freed when their region is released.
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
 use crate::memory::block::{BlockId, BlockPool, Placement as PoolPlacement};
 use crate::memory::config::AllocConfig;
-use crate::memory::policy::{Policy, Role};
-use crate::memory::region::{round_up, RegionId};
-use crate::memory::room::{HeapUse, Limits, NoRoom};
+use crate::memory::policy::{MemoryRequest, Policy, Role};
+use crate::memory::region::{round_up, RegionId, Reservation};
+use crate::memory::room::NoRoom;
 use crate::memory::table::MemoryTable;
 use crate::stats::Placement;
 use crate::vk::device::DeviceShared;
-use crate::vk::simulate::{self, Shadow, Simulation};
+use crate::vk::heaps::{CallError, Heaps, MemoryBlock};
+use crate::vk::simulate::{self, Shadow};
 
 /// Usage of every buffer the runtime creates: storage for kernels, both transfer ends.
 pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -37,20 +37,6 @@ pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );
-
-/// One `VkDeviceMemory` of a pool.
-#[derive(Debug)]
-struct BlockMemory {
-    memory: vk::DeviceMemory,
-    size: u64,
-    heap: u32,
-    /// Heap of the real device it was allocated from.
-    real_heap: u32,
-    /// What the host writes and reads: the mapping, or the shadow cache.
-    mapped: Option<NonNull<u8>>,
-    /// For simulated non-coherent types: the real mapping and the shadow, owned here.
-    shadow: Option<(NonNull<u8>, *mut [u8])>,
-}
 
 /// A region handed to the runtime: a `VkBuffer` bound at `offset` of a block.
 #[derive(Debug)]
@@ -122,47 +108,20 @@ impl Allocation {
 
 struct State {
     /// One pool per memory type of `table`.
-    pools: Vec<BlockPool<BlockMemory, vk::Buffer>>,
-    /// Bytes of `VkDeviceMemory` per heap of `table`.
-    heap_used: Vec<u64>,
-    /// Bytes of each heap taken by `fill_heap` (simulation only).
-    heap_filler: Vec<u64>,
-    /// Bytes of `VkDeviceMemory` per heap of the real device (differs from
-    /// `heap_used` under simulation).
-    real_heap_used: Vec<u64>,
+    pools: Vec<BlockPool<MemoryBlock, vk::Buffer>>,
+    /// Where blocks come from, and the room left in each heap.
+    heaps: Box<dyn Heaps>,
     /// Whether the driver wants a buffer of this many bytes in a dedicated block.
     dedicated: HashMap<u64, bool>,
 }
 
 /// A placed region: its block and reservation.
-type Placed = (BlockId, crate::memory::region::Reservation<vk::Buffer>);
-
-/// Least alignment of every region under a simulated table (lavapipe's and
-/// NVIDIA's buffer alignment), so that offsets, sizes and therefore room in the
-/// simulated heaps are the same on every device whose alignments are at most
-/// this; a driver with larger ones still places differently.
-pub(crate) const SIMULATED_ALIGNMENT: u64 = 64;
-
-/// Whether a buffer of `size` bytes gets a block of its own. The real driver's
-/// preference counts only without a simulated table: under one, the table's
-/// `dedicated_from` decides, so that the same table places the same way on every
-/// device (a driver that prefers dedicated blocks for large buffers would
-/// otherwise leave no pooled room where another leaves some). A requirement of
-/// the driver is always met: memory bound otherwise would be invalid.
-pub(crate) fn wants_dedicated(
-    simulated: bool,
-    prefers: bool,
-    requires: bool,
-    dedicated_from: Option<u64>,
-    size: u64,
-) -> bool {
-    requires || (prefers && !simulated) || dedicated_from.is_some_and(|from| size >= from)
-}
+type Placed = (BlockId, Reservation<vk::Buffer>);
 
 /// Buffer sizes whose dedicated requirements are remembered at most.
 const DEDICATED_SIZES: usize = 256;
 
-// SAFETY: the raw pointers in BlockMemory refer to mappings and shadow buffers that
+// SAFETY: the raw pointers in blocks refer to mappings and shadow buffers that
 // this state owns; they are used under the allocator's lock or by the one owner of
 // the region they address.
 unsafe impl Send for State {}
@@ -175,14 +134,14 @@ pub(crate) struct Allocator {
     policy: Policy,
     /// The table selection runs on: the device's, or a simulated one.
     table: MemoryTable,
-    /// For a simulated table: how it maps onto the real device.
-    simulation: Option<Simulation>,
+    /// Whether `table` is a recorded one presented on the device.
+    simulated: bool,
     config: AllocConfig,
     /// Alignment of buffer memory, from a probe buffer (identical for every buffer of
     /// the same usage: Vulkan spec, "Resource Memory Association").
     alignment: u64,
-    /// memoryTypeBits of such a buffer, in the real device's types.
-    real_type_bits: u32,
+    /// memoryTypeBits of such a buffer, in the table's indices.
+    type_bits: u32,
     /// Alignment for offsets of views bound as storage buffers.
     min_storage_alignment: u64,
     non_coherent_atom: u64,
@@ -192,7 +151,8 @@ pub(crate) struct Allocator {
     state: Mutex<State>,
 }
 
-/// `v` rounded up to a multiple of `a`; sizes here are far below overflow.
+/// `v` rounded up to a multiple of `a`; sizes here are far below overflow, and
+/// a saturated size is refused by every heap.
 fn align_up(v: u64, a: u64) -> u64 {
     round_up(v, a).unwrap_or(u64::MAX)
 }
@@ -208,6 +168,22 @@ enum Refusal {
     Driver(&'static str, vk::Result),
     /// Any other failure; not retried.
     Failed(String),
+}
+
+impl Refusal {
+    fn failed(e: impl std::fmt::Display) -> Self {
+        Refusal::Failed(e.to_string())
+    }
+
+    /// A failed call: out of memory may pass once blocks are freed, nothing else.
+    fn call((call, e): CallError) -> Self {
+        match e {
+            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+                Refusal::Driver(call, e)
+            }
+            e => Refusal::Failed(format!("{call} failed: {e}")),
+        }
+    }
 }
 
 impl Allocator {
@@ -228,39 +204,34 @@ impl Allocator {
         let req = unsafe { raw.get_buffer_memory_requirements(probe) };
         // SAFETY: not bound, not used.
         unsafe { raw.destroy_buffer(probe, None) };
-        let (table, simulation) = Simulation::start(&device.memory, simulated);
+        let (table, heaps) = simulate::heaps(&device, simulated);
         let pools = table
             .types
             .iter()
             .map(|t| BlockPool::new(config, table.heaps[t.heap as usize].size))
             .collect();
-        let heaps = table.heaps.len();
-        let mut non_coherent_atom = device.info.non_coherent_atom_size;
-        let mut alignment = req.alignment.max(1);
-        let mut min_storage_alignment = device.info.min_storage_buffer_offset_alignment.max(1);
-        if simulation.is_some() {
-            non_coherent_atom = non_coherent_atom.max(table.non_coherent_atom_size);
-            // The same offsets and sizes on every driver whose alignments are at
-            // most the simulated one, so that placement under a table does not
-            // depend on the real device.
-            alignment = alignment.max(SIMULATED_ALIGNMENT);
-            min_storage_alignment = min_storage_alignment.max(SIMULATED_ALIGNMENT);
-        }
+        let min_alignment = heaps.min_alignment();
+        let info = &device.info;
         Ok(Allocator {
             policy,
+            simulated: heaps.is_simulated(),
+            type_bits: heaps.type_bits(req.memory_type_bits),
+            // Both are powers of two; the table's is the device's unless simulated.
+            non_coherent_atom: info
+                .non_coherent_atom_size
+                .max(table.non_coherent_atom_size)
+                .max(1),
+            alignment: req.alignment.max(min_alignment).max(1),
+            min_storage_alignment: info
+                .min_storage_buffer_offset_alignment
+                .max(min_alignment)
+                .max(1),
             table,
-            simulation,
             config,
-            alignment,
-            real_type_bits: req.memory_type_bits,
-            min_storage_alignment,
-            non_coherent_atom: non_coherent_atom.max(1),
             reuse: AtomicBool::new(true),
             state: Mutex::new(State {
                 pools,
-                heap_used: vec![0; heaps],
-                heap_filler: vec![0; heaps],
-                real_heap_used: vec![0; device.memory.heaps.len()],
+                heaps,
                 dedicated: HashMap::new(),
             }),
             device,
@@ -293,281 +264,154 @@ impl Allocator {
 
     /// Whether the table is a simulated one.
     pub(crate) fn is_simulated(&self) -> bool {
-        self.simulation.is_some()
+        self.simulated
     }
 
-    fn real_type(&self, ty: u32) -> u32 {
-        self.simulation.as_ref().map_or(ty, |s| s.real_type(ty))
-    }
-
-    /// memoryTypeBits in the selection table's indices.
-    fn type_bits(&self) -> u32 {
-        match &self.simulation {
-            None => self.real_type_bits,
-            Some(sim) => sim.type_bits(&self.table, self.real_type_bits),
-        }
-    }
-
-    /// Why a new block of `bytes` in selection type `ty` may not be allocated, if it
-    /// may not (see [`Limits::refuse`]).
-    fn block_refusal(&self, st: &State, ty: u32, bytes: u64) -> Option<NoRoom> {
-        let h = self.table.types[ty as usize].heap as usize;
-        let real = self.real_heap(ty) as usize;
-        let limits = Limits {
-            simulated: self.is_simulated().then(|| HeapUse {
-                used: st.heap_used[h].saturating_add(st.heap_filler[h]),
-                size: self.table.heaps[h].size,
-            }),
-            real: HeapUse {
-                used: st.real_heap_used[real],
-                size: self.device.memory.heaps[real].size,
-            },
-            max_allocation: self.device.info.max_memory_allocation_size,
-            budget: match self.is_simulated() {
-                true => self.table.heaps[h].budget.map(|size| HeapUse {
-                    used: st.heap_used[h].saturating_add(st.heap_filler[h]),
-                    size,
-                }),
-                false => self.budget(real),
-            },
-        };
-        limits.refuse(bytes)
-    }
-
-    /// The real device's heap behind selection type `ty`.
-    fn real_heap(&self, ty: u32) -> u32 {
-        self.device.memory.types[self.real_type(ty) as usize].heap
-    }
-
-    /// The driver's usage and budget of real heap `heap` (`VK_EXT_memory_budget`).
-    fn budget(&self, heap: usize) -> Option<HeapUse> {
-        if !self.device.memory_budget {
-            return None;
-        }
-        let (instance, physical) = (&self.device.instance.raw, self.device.physical);
-        let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
-        let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
-        // SAFETY: the extension is enabled on the device; a valid pNext chain.
-        unsafe { instance.get_physical_device_memory_properties2(physical, &mut props) };
-        Some(HeapUse {
-            used: budget.heap_usage[heap],
-            size: budget.heap_budget[heap],
-        })
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Takes all of `heap` but `leave` bytes, as if other programs used it.
     /// Simulation only.
     #[cfg(feature = "simulate")]
     pub(crate) fn fill_heap(&self, heap: u32, leave: u64) -> Result<u64> {
-        if !self.is_simulated() {
-            return Err(Error::BadSetting {
-                name: "fill_heap",
-                value: heap.to_string(),
-                reason: "needs a simulated memory table (simulate_memory)".into(),
-            });
-        }
-        let Some(h) = self.table.heaps.get(heap as usize) else {
-            return Err(Error::BadSetting {
-                name: "fill_heap",
-                value: heap.to_string(),
-                reason: format!("{} has {} heaps", self.table.name, self.table.heaps.len()),
-            });
-        };
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let filler = h
-            .size
-            .saturating_sub(st.heap_used[heap as usize])
-            .saturating_sub(leave);
-        st.heap_filler[heap as usize] = filler;
-        Ok(filler)
+        self.lock().heaps.fill(heap, leave)
     }
 
-    /// Allocates a `VkDeviceMemory` of `size` bytes of selection type `ty`, mapped
-    /// when host-visible (with a shadow when simulated non-coherent).
-    fn allocate_block(
-        &self,
-        st: &mut State,
-        ty: u32,
-        size: u64,
-        for_buffer: Option<vk::Buffer>,
-    ) -> std::result::Result<BlockMemory, (&'static str, vk::Result)> {
-        let (device, stats) = (&self.device.raw, &self.device.stats);
-        let heap = self.table.types[ty as usize].heap;
-        let real_heap = self.real_heap(ty);
-        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default();
-        let mut info = vk::MemoryAllocateInfo::default()
-            .allocation_size(size)
-            .memory_type_index(self.real_type(ty));
-        if let Some(buffer) = for_buffer {
-            dedicated = dedicated.buffer(buffer);
-            info = info.push_next(&mut dedicated);
-        }
-        // SAFETY: valid allocate info with a memory type index of this device; a
-        // dedicated buffer is unbound and `size` is its requirement.
-        let memory =
-            unsafe { device.allocate_memory(&info, None) }.map_err(|e| ("vkAllocateMemory", e))?;
-        stats.memory_allocated(size);
-        let flags = self.table.types[ty as usize].flags;
-        let mut block = BlockMemory {
-            memory,
-            size,
-            heap,
-            real_heap,
-            mapped: None,
-            shadow: None,
-        };
-        if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE) {
-            // SAFETY: host-visible memory (the backing type is host-visible too), mapped
-            // once for the block's lifetime.
-            let mapped = unsafe {
-                device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
-            };
-            let p = match mapped {
-                Ok(p) => p.cast::<u8>(),
-                Err(e) => {
-                    // SAFETY: not mapped, nothing bound.
-                    unsafe { device.free_memory(memory, None) };
-                    stats.memory_freed(size);
-                    return Err(("vkMapMemory", e));
-                }
-            };
-            stats.mapping_created();
-            let real = NonNull::new(p);
-            block.mapped = real;
-            let coherent = flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT);
-            if let (Some(_), false, Some(real)) = (&self.simulation, coherent, real) {
-                let (cache, raw) = simulate::shadow_block(real, size);
-                block.mapped = Some(cache);
-                block.shadow = Some((real, raw));
-            }
-        }
-        st.heap_used[heap as usize] += size;
-        st.real_heap_used[real_heap as usize] += size;
-        Ok(block)
-    }
-
-    fn free_block(&self, st: &mut State, b: BlockMemory) {
-        self.device.settle();
-        let (device, stats) = (&self.device.raw, &self.device.stats);
-        // SAFETY: no buffer is bound to the memory any more (its regions' buffers were
-        // destroyed first); the shadow was made by Box::into_raw in allocate_block.
-        unsafe {
-            if b.mapped.is_some() {
-                device.unmap_memory(b.memory);
-                stats.mapping_destroyed();
-            }
-            if let Some((_, raw)) = b.shadow {
-                simulate::free_shadow(raw);
-            }
-            device.free_memory(b.memory, None);
-        }
-        stats.memory_freed(b.size);
-        st.heap_used[b.heap as usize] -= b.size;
-        st.real_heap_used[b.real_heap as usize] -= b.size;
-    }
-
-    fn destroy_buffers(&self, buffers: Vec<vk::Buffer>) {
-        if !buffers.is_empty() {
-            self.device.settle();
-        }
-        let (device, stats) = (&self.device.raw, &self.device.stats);
-        for b in buffers {
-            // SAFETY: the region that held the buffer is free or gone; no pending work
-            // uses it (every submission is waited for).
-            unsafe { device.destroy_buffer(b, None) };
-            stats.buffer_destroyed();
-        }
-    }
-
-    /// Reserves `size` bytes for `role` and binds a buffer there.
+    /// Reserves `size` bytes for `role` and binds a buffer there: a region in the
+    /// first of the policy's memory types that has room.
     pub(crate) fn allocate(&self, role: Role, size: u64) -> Result<Allocation> {
-        let stats = &self.device.stats;
         let request = self.policy.request(role);
         let candidates = self
             .policy
-            .candidates(&self.table, &request, self.type_bits())
+            .candidates(&self.table, &request, self.type_bits)
             .map_err(|e| Error::DeviceMallocFailed(format!("{role} of {size} bytes: {e}")))?;
         // Buffers are at least 4 bytes and a multiple of 4, so vkCmdFillBuffer covers them.
         let buffer_size = size.max(4).next_multiple_of(4);
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let mut fallbacks = 0;
+        let mut st = self.lock();
+        // A refusal moves on to the next type; all of them are reported if none has room.
         let mut refusals = Vec::new();
         for &ty in &candidates {
-            let flags = self.table.types[ty as usize].flags;
-            let non_coherent = flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
-                && !flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT);
-            // Non-coherent regions own whole atoms, so a flush or invalidate of one
-            // never touches another's bytes (as VMA does).
-            let mut alignment = self.alignment.max(self.min_storage_alignment);
-            let mut reserve = align_up(buffer_size, self.alignment);
-            if non_coherent {
-                alignment = alignment.max(self.non_coherent_atom);
-                reserve = align_up(reserve, self.non_coherent_atom);
-            }
+            let (reserve, alignment) = self.region_layout(ty, buffer_size);
             match self.place(&mut st, ty, reserve, alignment) {
-                Ok((block, reservation)) => {
-                    let pool = &mut st.pools[ty as usize];
-                    let b = pool.block(block).expect("just placed");
-                    let (memory, memory_size, heap) = (b.payload.memory, b.size, b.payload.heap);
-                    let (mapped, shadow_base) = (b.payload.mapped, b.payload.shadow);
-                    self.destroy_buffers(reservation.evicted);
-                    let buffer = match reservation.cached {
-                        Some(buf) => buf,
-                        // The buffer spans the whole region, so a later reuse of the region
-                        // (any request that rounds to the same size) fits in it.
-                        None => {
-                            match self.create_buffer(reservation.size, memory, reservation.offset) {
-                                Ok(buf) => {
-                                    let _ = st.pools[ty as usize].set_payload(
-                                        block,
-                                        reservation.id,
-                                        buf,
-                                    );
-                                    buf
-                                }
-                                Err(e) => {
-                                    let _ = st.pools[ty as usize].release(block, reservation.id);
-                                    return Err(e);
-                                }
-                            }
-                        }
-                    };
-                    let at = |p: NonNull<u8>| {
-                        // SAFETY: the region lies inside the block's mapping.
-                        unsafe {
-                            NonNull::new_unchecked(p.as_ptr().add(reservation.offset as usize))
-                        }
-                    };
-                    stats.placed(Placement {
-                        role,
-                        memory_type: ty,
-                        flags,
-                        heap,
-                        size,
-                        fallbacks,
-                        imported: false,
-                    });
-                    return Ok(Allocation {
-                        buffer,
-                        memory,
-                        offset: reservation.offset,
-                        size,
-                        memory_size,
-                        memory_type: ty,
-                        flags,
-                        mapped: mapped.map(at),
-                        shadow: shadow_base.map(|(real, cache)| Shadow::at(real, cache, at)),
-                        role,
-                        owner: Some((block, reservation.id)),
-                    });
+                Ok(placed) => {
+                    let fallbacks = refusals.len() as u32;
+                    return self.hand_out(&mut st, role, ty, size, placed, fallbacks);
                 }
-                Err(why) => {
-                    fallbacks += 1;
-                    refusals.push(format!("type {ty}: {why}"));
-                }
+                Err(why) => refusals.push(format!("type {ty}: {why}")),
             }
         }
-        Err(Error::DeviceMallocFailed(format!(
+        Err(self.no_candidate(role, size, &request, &refusals))
+    }
+
+    /// Bytes to reserve and their alignment for a buffer of `buffer_size` bytes in
+    /// type `ty`. Non-coherent regions own whole atoms, so a flush or invalidate
+    /// of one never touches another's bytes (as VMA does).
+    fn region_layout(&self, ty: u32, buffer_size: u64) -> (u64, u64) {
+        let flags = self.table.types[ty as usize].flags;
+        let alignment = self.alignment.max(self.min_storage_alignment);
+        let reserve = align_up(buffer_size, self.alignment);
+        if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
+            && !flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT)
+        {
+            let atom = self.non_coherent_atom;
+            return (align_up(reserve, atom), alignment.max(atom));
+        }
+        (reserve, alignment)
+    }
+
+    /// The allocation of a region just placed in type `ty`, with its buffer.
+    fn hand_out(
+        &self,
+        st: &mut State,
+        role: Role,
+        ty: u32,
+        size: u64,
+        (block, mut reservation): Placed,
+        fallbacks: u32,
+    ) -> Result<Allocation> {
+        let b = st.pools[ty as usize].block(block).expect("just placed");
+        let (memory, memory_size, heap) = (b.payload.memory, b.size, b.payload.heap);
+        let (mapped, shadow) = (b.payload.mapped, b.payload.shadow);
+        self.destroy_buffers(std::mem::take(&mut reservation.evicted));
+        let buffer = match reservation.cached {
+            Some(buffer) => buffer,
+            None => self.region_buffer(st, ty, block, &reservation, memory)?,
+        };
+        let flags = self.table.types[ty as usize].flags;
+        self.device.stats.placed(Placement {
+            role,
+            memory_type: ty,
+            flags,
+            heap,
+            size,
+            fallbacks,
+            imported: false,
+        });
+        let at = |p: NonNull<u8>| {
+            // SAFETY: the region lies inside the block's mapping.
+            unsafe { NonNull::new_unchecked(p.as_ptr().add(reservation.offset as usize)) }
+        };
+        Ok(Allocation {
+            buffer,
+            memory,
+            offset: reservation.offset,
+            size,
+            memory_size,
+            memory_type: ty,
+            flags,
+            mapped: mapped.map(at),
+            shadow: shadow.map(|(real, cache)| Shadow::at(real, cache, at)),
+            role,
+            owner: Some((block, reservation.id)),
+        })
+    }
+
+    /// A buffer over the whole of a new region of `memory`, kept with the region,
+    /// so that a later reuse of the region (any request that rounds to the same
+    /// size) fits in it. On failure the region is given back.
+    fn region_buffer(
+        &self,
+        st: &mut State,
+        ty: u32,
+        block: BlockId,
+        reservation: &Reservation<vk::Buffer>,
+        memory: vk::DeviceMemory,
+    ) -> Result<vk::Buffer> {
+        let region = reservation.id;
+        let created = self.create_buffer(reservation.size, memory, reservation.offset);
+        let kept = created.and_then(|buffer| {
+            match st.pools[ty as usize].set_payload(block, region, buffer) {
+                Ok(()) => Ok(buffer),
+                Err(e) => {
+                    self.destroy_buffers(vec![buffer]);
+                    Err(Error::DeviceMallocFailed(e.to_string()))
+                }
+            }
+        });
+        if kept.is_err() {
+            self.unreserve(st, ty, block, region);
+        }
+        kept
+    }
+
+    /// Gives back a region this request reserved, after a later step failed.
+    fn unreserve(&self, st: &mut State, ty: u32, block: BlockId, region: RegionId) {
+        let released = st.pools[ty as usize].release(block, region);
+        // Reserved under this lock a moment ago, so release cannot refuse; if it
+        // did, nothing would be reserved and nothing would be left to give back.
+        debug_assert!(released.is_ok(), "{released:?}");
+    }
+
+    /// Why no candidate type had room for a request.
+    fn no_candidate(
+        &self,
+        role: Role,
+        size: u64,
+        request: &MemoryRequest,
+        refusals: &[String],
+    ) -> Error {
+        Error::DeviceMallocFailed(format!(
             "{role} of {size} bytes ({request}, policy {}) on {}: no candidate memory type had room: {}",
             self.policy,
             self.table.name,
@@ -576,7 +420,7 @@ impl Allocator {
             } else {
                 refusals.join("; ")
             }
-        )))
+        ))
     }
 
     /// A region of `size` bytes in a block of type `ty`: an existing block, or a new
@@ -597,30 +441,30 @@ impl Allocator {
             Err(r) => r,
         };
         // Collecting also merges free neighbours, which may make room in a block.
-        let retry = match refused {
-            Refusal::Pool(_) => {
-                self.collect_pool(st, ty as usize);
-                true
+        match refused {
+            Refusal::Pool(_) => self.collect_pool(st, ty as usize),
+            Refusal::NoRoom(NoRoom::TooLarge { .. }) | Refusal::Failed(_) => {
+                return Err(self.refusal_message(st, ty, size, alignment, refused))
             }
-            Refusal::NoRoom(NoRoom::TooLarge { .. }) | Refusal::Failed(_) => false,
-            Refusal::NoRoom(_) => {
-                self.collect_heap(st, Some(heap));
-                true
-            }
-            Refusal::Driver(..) => {
-                self.collect_heap(st, None);
-                true
-            }
-        };
-        let refused = if retry {
-            match self.place_once(st, ty, size, alignment) {
-                Ok(placed) => return Ok(placed),
-                Err(r) => r,
-            }
-        } else {
-            refused
-        };
-        Err(match refused {
+            Refusal::NoRoom(_) => self.collect_heap(st, Some(heap)),
+            Refusal::Driver(..) => self.collect_heap(st, None),
+        }
+        // The second refusal is the one reported: it is what is left after collecting.
+        self.place_once(st, ty, size, alignment)
+            .map_err(|r| self.refusal_message(st, ty, size, alignment, r))
+    }
+
+    /// What a refusal of `size` bytes at `alignment` in type `ty` says to the caller.
+    fn refusal_message(
+        &self,
+        st: &State,
+        ty: u32,
+        size: u64,
+        alignment: u64,
+        refused: Refusal,
+    ) -> String {
+        let heap = self.table.types[ty as usize].heap;
+        match refused {
             Refusal::Pool(why) | Refusal::Failed(why) => why,
             Refusal::NoRoom(NoRoom::TooLarge { max }) => format!(
                 "a block of {} bytes is larger than maxMemoryAllocationSize ({max} bytes)",
@@ -629,7 +473,7 @@ impl Allocator {
             Refusal::NoRoom(NoRoom::Real(real)) => format!(
                 "heap {heap} is backed by heap {} of the real device, which cannot hold \
                  the block ({} of {} bytes allocated)",
-                self.real_heap(ty),
+                st.heaps.device_heap(ty),
                 real.used,
                 real.size
             ),
@@ -640,7 +484,7 @@ impl Allocator {
                 &format!("memory budget: {} of {} bytes in use", b.used, b.size),
             ),
             Refusal::Driver(call, e) => self.heap_full(st, heap, &format!("{call} failed: {e}")),
-        })
+        }
     }
 
     /// The out-of-memory message of `heap`: live bytes and pooled free bytes apart.
@@ -652,21 +496,21 @@ impl Allocator {
                 pooled += pool.pool_size();
             }
         }
-        let h = heap as usize;
-        let filler = st.heap_filler[h];
+        let taken = st.heaps.taken(heap);
         format!(
             "heap {heap} is full ({why}): {live} bytes live, {} bytes free in pooled blocks{} \
              of {} bytes",
             pooled.saturating_sub(live),
-            if filler > 0 {
-                format!(", {filler} bytes taken by fill_heap,")
+            if taken > 0 {
+                format!(", {taken} bytes taken by fill_heap,")
             } else {
                 ",".to_owned()
             },
-            self.table.heaps[h].size
+            self.table.heaps[heap as usize].size
         )
     }
 
+    /// One try at placing a region: in a block of the pool, else in a new one.
     fn place_once(
         &self,
         st: &mut State,
@@ -674,53 +518,65 @@ impl Allocator {
         size: u64,
         alignment: u64,
     ) -> std::result::Result<Placed, Refusal> {
-        let wanted = self
-            .wants_dedicated(st, size)
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-        let placed = st.pools[ty as usize]
+        let wanted = self.wants_dedicated(st, size).map_err(Refusal::failed)?;
+        let placement = st.pools[ty as usize]
             .place(size, alignment, wanted)
             .map_err(|e| Refusal::Pool(e.to_string()))?;
-        let (block_size, dedicated) = match placed {
-            PoolPlacement::Existing { block, reservation } => return Ok((block, reservation)),
+        match placement {
+            PoolPlacement::Existing { block, reservation } => Ok((block, reservation)),
             PoolPlacement::NeedBlock { .. } if wanted => {
-                return self.place_dedicated(st, ty, size, alignment)
+                self.place_dedicated(st, ty, size, alignment)
             }
             PoolPlacement::NeedBlock {
-                size: bs,
+                size: block_size,
                 dedicated,
-            } => (bs, dedicated),
-        };
-        // The preferred block size first, then just the request (as VMA does).
-        let mut tries = vec![block_size];
+            } => self.place_in_new_block(st, ty, size, alignment, block_size, dedicated),
+        }
+    }
+
+    /// A region of `size` bytes in a new pooled block: of the preferred size, or
+    /// just of the request if that does not fit (as VMA does).
+    fn place_in_new_block(
+        &self,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+        alignment: u64,
+        block_size: u64,
+        dedicated: bool,
+    ) -> std::result::Result<Placed, Refusal> {
         let exact = align_up(size, alignment);
-        if exact < block_size {
-            tries.push(exact);
-        }
-        let mut last = Refusal::NoRoom(NoRoom::Simulated);
-        for bs in tries {
-            if let Some(r) = self.block_refusal(st, ty, bs) {
-                last = Refusal::NoRoom(r);
-                continue;
+        let (block_size, block) = match self.new_block(st, ty, block_size, None) {
+            Ok(block) => (block_size, block),
+            // A block of just the request may still fit; if not, its refusal is
+            // the one reported, as the last word on this type.
+            Err(Refusal::NoRoom(_) | Refusal::Driver(..)) if exact < block_size => {
+                (exact, self.new_block(st, ty, exact, None)?)
             }
-            match self.allocate_block(st, ty, bs, None) {
-                Ok(mem) => {
-                    return st.pools[ty as usize]
-                        .add_block(mem, bs, dedicated, size, alignment)
-                        .map_err(|e| Refusal::Failed(e.to_string()));
-                }
-                Err((
-                    call,
-                    e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
-                    | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
-                )) => last = Refusal::Driver(call, e),
-                Err((call, e)) => return Err(Refusal::Failed(format!("{call} failed: {e}"))),
-            }
+            Err(r) => return Err(r),
+        };
+        st.pools[ty as usize]
+            .add_block(block, block_size, dedicated, size, alignment)
+            .map_err(Refusal::failed)
+    }
+
+    /// A new block of `size` bytes of type `ty`, when its heap has room and the
+    /// driver gives it; for `buffer` alone when given.
+    fn new_block(
+        &self,
+        st: &mut State,
+        ty: u32,
+        size: u64,
+        buffer: Option<vk::Buffer>,
+    ) -> std::result::Result<MemoryBlock, Refusal> {
+        if let Some(r) = st.heaps.refuse(ty, size) {
+            return Err(Refusal::NoRoom(r));
         }
-        Err(last)
+        st.heaps.allocate(ty, size, buffer).map_err(Refusal::call)
     }
 
     /// Whether the driver prefers or requires a buffer of `size` bytes in memory
-    /// of its own (or, simulated, whether the table says so), asked once per size.
+    /// of its own (or, under a table, whether the table says so), asked once per size.
     fn wants_dedicated(&self, st: &mut State, size: u64) -> Result<bool> {
         if let Some(&w) = st.dedicated.get(&size) {
             return Ok(w);
@@ -736,11 +592,9 @@ impl Allocator {
                 .get_buffer_memory_requirements2(&info, &mut req)
         };
         self.destroy_buffers(vec![probe]);
-        let wanted = wants_dedicated(
-            self.is_simulated(),
+        let wanted = st.heaps.wants_dedicated(
             dedicated.prefers_dedicated_allocation == vk::TRUE,
             dedicated.requires_dedicated_allocation == vk::TRUE,
-            self.table.dedicated_from,
             size,
         );
         if st.dedicated.len() >= DEDICATED_SIZES {
@@ -752,6 +606,7 @@ impl Allocator {
 
     /// A block of its own for a buffer of `size` bytes, allocated for that buffer
     /// (`VkMemoryDedicatedAllocateInfo`), the buffer bound and kept as the region's.
+    /// On failure the buffer is destroyed and the block freed.
     fn place_dedicated(
         &self,
         st: &mut State,
@@ -759,44 +614,76 @@ impl Allocator {
         size: u64,
         alignment: u64,
     ) -> std::result::Result<Placed, Refusal> {
-        let device = &self.device.raw;
-        let buffer = self
-            .create_unbound(size)
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-        let unbound = |r: Refusal| {
-            self.destroy_buffers(vec![buffer]);
-            r
-        };
+        let buffer = self.create_unbound(size).map_err(Refusal::failed)?;
         // SAFETY: a buffer of this device.
-        let req = unsafe { device.get_buffer_memory_requirements(buffer) };
-        let bs = req.size.max(size);
-        if let Some(r) = self.block_refusal(st, ty, bs) {
-            return Err(unbound(Refusal::NoRoom(r)));
-        }
-        let mem = match self.allocate_block(st, ty, bs, Some(buffer)) {
-            Ok(mem) => mem,
-            Err((
-                call,
-                e @ (vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY),
-            )) => return Err(unbound(Refusal::Driver(call, e))),
-            Err((call, e)) => return Err(unbound(Refusal::Failed(format!("{call} failed: {e}")))),
+        let req = unsafe { self.device.raw.get_buffer_memory_requirements(buffer) };
+        let block_size = req.size.max(size);
+        let added = self
+            .new_block(st, ty, block_size, Some(buffer))
+            .and_then(|b| {
+                let memory = b.memory;
+                st.pools[ty as usize]
+                    .add_block(b, block_size, true, size, alignment)
+                    .map(|placed| (memory, placed))
+                    .map_err(Refusal::failed)
+            });
+        let (memory, (block, mut reservation)) = match added {
+            Ok(added) => added,
+            Err(r) => {
+                self.destroy_buffers(vec![buffer]);
+                return Err(r);
+            }
         };
-        let memory = mem.memory;
-        let (block, mut reservation) = st.pools[ty as usize]
-            .add_block(mem, bs, true, size, alignment)
-            .map_err(|e| unbound(Refusal::Failed(e.to_string())))?;
-        // SAFETY: the memory was allocated for this buffer, which is unbound; a
-        // dedicated block's one region starts at 0.
-        if let Err(e) = unsafe { device.bind_buffer_memory(buffer, memory, reservation.offset) } {
-            let _ = st.pools[ty as usize].release(block, reservation.id);
+        if let Err(r) = self.bind_dedicated(st, ty, block, &reservation, buffer, memory) {
+            self.destroy_buffers(vec![buffer]);
+            self.unreserve(st, ty, block, reservation.id);
             self.collect_pool(st, ty as usize);
-            return Err(unbound(Refusal::Failed(format!(
-                "vkBindBufferMemory failed: {e}"
-            ))));
+            return Err(r);
         }
-        let _ = st.pools[ty as usize].set_payload(block, reservation.id, buffer);
         reservation.cached = Some(buffer);
         Ok((block, reservation))
+    }
+
+    /// Binds `buffer` to the dedicated block's one region and keeps it there.
+    fn bind_dedicated(
+        &self,
+        st: &mut State,
+        ty: u32,
+        block: BlockId,
+        reservation: &Reservation<vk::Buffer>,
+        buffer: vk::Buffer,
+        memory: vk::DeviceMemory,
+    ) -> std::result::Result<(), Refusal> {
+        // SAFETY: the memory was allocated for this buffer, which is unbound; a
+        // dedicated block's one region starts at 0.
+        unsafe {
+            self.device
+                .raw
+                .bind_buffer_memory(buffer, memory, reservation.offset)
+        }
+        .map_err(|e| Refusal::Failed(format!("vkBindBufferMemory failed: {e}")))?;
+        st.pools[ty as usize]
+            .set_payload(block, reservation.id, buffer)
+            .map_err(Refusal::failed)
+    }
+
+    fn free_block(&self, st: &mut State, block: MemoryBlock) {
+        // Work left pending by a timed-out wait may still use the memory.
+        self.device.settle();
+        st.heaps.free(block);
+    }
+
+    fn destroy_buffers(&self, buffers: Vec<vk::Buffer>) {
+        if !buffers.is_empty() {
+            self.device.settle();
+        }
+        let (device, stats) = (&self.device.raw, &self.device.stats);
+        for b in buffers {
+            // SAFETY: the region that held the buffer is free or gone; no pending work
+            // uses it (every submission is waited for).
+            unsafe { device.destroy_buffer(b, None) };
+            stats.buffer_destroyed();
+        }
     }
 
     /// A buffer of `size` bytes with the runtime's usage, not bound to memory.
@@ -850,23 +737,24 @@ impl Allocator {
     pub(crate) fn free(&self, a: &Allocation) {
         // Work left pending by a timed-out wait may still use the region.
         self.device.settle();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        // An error here means the region was already released (an emulated Halide
-        // bug released it early); there is nothing left to do.
-        if let Some((block, region)) = a.owner {
-            let pool = &mut st.pools[a.memory_type as usize];
-            let dedicated = pool.block(block).is_some_and(|b| b.dedicated);
-            let released = pool.release(block, region);
-            if !self.reuses() {
-                // Nothing is kept: the free region's buffer goes, and so does its
-                // block if it is now empty.
-                self.collect_pool(&mut st, a.memory_type as usize);
-            } else if let (Ok(0), true) = (released, dedicated) {
-                // A dedicated block serves no other request: it goes back at once.
-                if let Some((memory, buffers)) = pool.remove_if_empty(block) {
-                    self.destroy_buffers(buffers);
-                    self.free_block(&mut st, memory);
-                }
+        let mut st = self.lock();
+        let Some((block, region)) = a.owner else {
+            return;
+        };
+        let pool = &mut st.pools[a.memory_type as usize];
+        let dedicated = pool.block(block).is_some_and(|b| b.dedicated);
+        // Release refuses a region that is no longer reserved (an emulated Halide
+        // bug releases regions early): then there is nothing left to release.
+        let users = pool.release(block, region).ok();
+        if !self.reuses() {
+            // Nothing is kept: the free region's buffer goes, and so does its
+            // block if it is now empty.
+            self.collect_pool(&mut st, a.memory_type as usize);
+        } else if let (Some(0), true) = (users, dedicated) {
+            // A dedicated block serves no other request: it goes back at once.
+            if let Some((memory, buffers)) = pool.remove_if_empty(block) {
+                self.destroy_buffers(buffers);
+                self.free_block(&mut st, memory);
             }
         }
     }
@@ -891,7 +779,7 @@ impl Allocator {
     /// Coalesces free regions, destroys their buffers and frees empty blocks
     /// (Halide's `release_unused_device_allocations`). Returns blocks freed.
     pub(crate) fn release_unused(&self) -> usize {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
         let before: usize = st.pools.iter().map(|p| p.blocks()).sum();
         for ty in 0..st.pools.len() {
             self.collect_pool(&mut st, ty);
@@ -902,7 +790,7 @@ impl Allocator {
 
     /// Blocks and their bytes now, over all memory types.
     pub(crate) fn pool_usage(&self) -> (usize, u64) {
-        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = self.lock();
         (
             st.pools.iter().map(|p| p.blocks()).sum(),
             st.pools.iter().map(|p| p.pool_size()).sum(),
@@ -915,9 +803,11 @@ impl Drop for Allocator {
     fn drop(&mut self) {
         let (device, stats) = (&self.device.raw, &self.device.stats);
         // No region is alive (each holds the allocator) and every submission was
-        // waited for; idle anyway, in case a wait timed out.
+        // waited for; idle anyway, in case a wait timed out. Drop cannot report a
+        // failed wait, and it leaves a lost device, which runs no work that could
+        // use the memory freed below.
         let _ = self.device.wait_idle();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
         for ty in 0..st.pools.len() {
             let (blocks, buffers) = st.pools[ty].drain();
             for b in buffers {
@@ -938,35 +828,5 @@ impl std::fmt::Debug for Allocator {
             .field("device", &self.device)
             .field("policy", &self.policy)
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod dedicated_tests {
-    use super::wants_dedicated;
-
-    #[test]
-    fn a_simulated_table_decides_dedicated_blocks_not_the_driver() {
-        // The real device: its driver's preference counts.
-        assert!(wants_dedicated(false, true, false, None, 64));
-        assert!(!wants_dedicated(false, false, false, None, 64));
-        // A table: a driver that prefers dedicated blocks places as one that does not.
-        assert!(!wants_dedicated(true, true, false, None, 50_000_000));
-        assert!(wants_dedicated(
-            true,
-            false,
-            false,
-            Some(1 << 20),
-            50_000_000
-        ));
-        assert!(!wants_dedicated(
-            true,
-            true,
-            false,
-            Some(1 << 30),
-            50_000_000
-        ));
-        // A requirement is met everywhere.
-        assert!(wants_dedicated(true, false, true, None, 64));
     }
 }

@@ -1,15 +1,15 @@
 //! The Vulkan objects of the device-to-device copy kernel (`shaders/copy.wgsl`,
-//! compiled by build.rs): its own descriptor set layout (source and destination,
-//! each bound twice: as 16-byte and as 4-byte words) and a pipeline layout with
-//! the copy's parameters as push constants, so that one pipeline serves every
-//! copy. Kept in the context's pipeline cache; descriptor sets come from a pool
-//! made per submission, as for caller kernels.
+//! compiled by build.rs): its own layout (`descriptors::Layout`: source and
+//! destination, each bound twice, as 16-byte and as 4-byte words, and the copy's
+//! parameters as push constants), so that one pipeline serves every copy. Kept
+//! in the context's pipeline cache; descriptor sets come from a pool made per
+//! submission, as for caller kernels.
 
 use ash::vk;
 
 use crate::error::{Result, VkContext};
 use crate::stats::Stats;
-use crate::vk::descriptors::DescriptorSets;
+use crate::vk::descriptors::{DescriptorSets, Layout};
 
 include!(concat!(env!("OUT_DIR"), "/copy_spirv.rs"));
 
@@ -41,8 +41,7 @@ pub(crate) struct Leg {
 
 /// The kernel's layouts, module and pipeline.
 pub(crate) struct CopyKernel {
-    set_layout: vk::DescriptorSetLayout,
-    pipeline_layout: vk::PipelineLayout,
+    layout: Layout,
     module: vk::ShaderModule,
     pipeline: vk::Pipeline,
 }
@@ -54,8 +53,7 @@ impl CopyKernel {
     /// Creates the layouts, module and pipeline; nothing is left behind on failure.
     pub(crate) fn new(device: &ash::Device, stats: &Stats) -> Result<Self> {
         let mut k = CopyKernel {
-            set_layout: vk::DescriptorSetLayout::null(),
-            pipeline_layout: vk::PipelineLayout::null(),
+            layout: Layout::new(device, stats, BINDINGS, PARAM_WORDS)?,
             module: vk::ShaderModule::null(),
             pipeline: vk::Pipeline::null(),
         };
@@ -70,34 +68,6 @@ impl CopyKernel {
     }
 
     fn create(&mut self, device: &ash::Device, stats: &Stats) -> Result<()> {
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..BINDINGS)
-            .map(|b| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(b)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-        // SAFETY: valid create info referring to locals; destroyed in `destroy`.
-        self.set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }
-            .vk("vkCreateDescriptorSetLayout")?;
-        stats.descriptor_set_layout_created();
-        let layouts = [self.set_layout];
-        let ranges = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::COMPUTE,
-            offset: 0,
-            size: (PARAM_WORDS * 4) as u32,
-        }];
-        let info = vk::PipelineLayoutCreateInfo::default()
-            .set_layouts(&layouts)
-            .push_constant_ranges(&ranges);
-        // SAFETY: as above; the set layout is alive. 48 bytes of push constants are
-        // within the 128 every device allows.
-        self.pipeline_layout =
-            unsafe { device.create_pipeline_layout(&info, None) }.vk("vkCreatePipelineLayout")?;
-        stats.pipeline_layout_created();
         let info = vk::ShaderModuleCreateInfo::default().code(COPY_SPIRV);
         // SAFETY: the words are naga's SPIR-V of copy.wgsl, validated at build time.
         self.module =
@@ -109,7 +79,7 @@ impl CopyKernel {
             .name(c"main");
         let info = [vk::ComputePipelineCreateInfo::default()
             .stage(stage)
-            .layout(self.pipeline_layout)];
+            .layout(self.layout.pipeline_layout)];
         // SAFETY: the module and layout are alive; the create info refers to locals.
         let created =
             unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
@@ -151,19 +121,10 @@ impl CopyKernel {
                 device.destroy_shader_module(self.module, None);
                 stats.shader_module_destroyed();
             }
-            if self.pipeline_layout != vk::PipelineLayout::null() {
-                device.destroy_pipeline_layout(self.pipeline_layout, None);
-                stats.pipeline_layout_destroyed();
-            }
-            if self.set_layout != vk::DescriptorSetLayout::null() {
-                device.destroy_descriptor_set_layout(self.set_layout, None);
-                stats.descriptor_set_layout_destroyed();
-            }
+            self.layout.destroy(device, stats);
         }
         self.pipeline = vk::Pipeline::null();
         self.module = vk::ShaderModule::null();
-        self.pipeline_layout = vk::PipelineLayout::null();
-        self.set_layout = vk::DescriptorSetLayout::null();
     }
 
     /// One descriptor set per leg, written with the legs' ranges.
@@ -176,7 +137,7 @@ impl CopyKernel {
         let out = DescriptorSets::new(
             device,
             stats,
-            self.set_layout,
+            self.layout.set_layout,
             legs.len(),
             legs.len() as u32 * BINDINGS,
         )?;
@@ -227,14 +188,14 @@ impl CopyKernel {
             device.cmd_bind_descriptor_sets(
                 cmd,
                 vk::PipelineBindPoint::COMPUTE,
-                self.pipeline_layout,
+                self.layout.pipeline_layout,
                 0,
                 &[sets.sets[i]],
                 &[],
             );
             device.cmd_push_constants(
                 cmd,
-                self.pipeline_layout,
+                self.layout.pipeline_layout,
                 vk::ShaderStageFlags::COMPUTE,
                 0,
                 &bytes,

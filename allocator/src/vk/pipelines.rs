@@ -3,7 +3,8 @@
 //! [`Context::release_pipelines`]); every pipeline shares one descriptor set
 //! layout of storage buffers and one pipeline layout, which has a push-constant
 //! range of [`PUSH_WORDS`] words for the shapes of kernels. The runtime's own
-//! device-to-device copy kernel is kept here too, with layouts of its own.
+//! device-to-device copy kernel is kept here too, with a layout of the same
+//! shape (`descriptors::Layout`) and its own bindings and push constants.
 //!
 //! [`Context::release_pipelines`]: crate::Context::release_pipelines
 
@@ -16,6 +17,7 @@ use ash::vk;
 use crate::error::{Error, Result, VkContext};
 use crate::stats::Stats;
 use crate::vk::copy_kernel::CopyKernel;
+use crate::vk::descriptors::Layout;
 use crate::vk::device::DeviceShared;
 
 /// Counts and times of pipeline creation, for reports.
@@ -42,13 +44,6 @@ pub(crate) const PUSH_WORDS: usize = 32;
 pub(crate) struct Pipeline {
     module: vk::ShaderModule,
     pub(crate) pipeline: vk::Pipeline,
-}
-
-pub(crate) struct Layout {
-    pub(crate) set_layout: vk::DescriptorSetLayout,
-    pub(crate) pipeline_layout: vk::PipelineLayout,
-    /// Storage-buffer bindings in the set layout (0 .. bindings).
-    pub(crate) bindings: u32,
 }
 
 #[derive(Default)]
@@ -98,47 +93,7 @@ impl CacheInner {
         bindings: u32,
     ) -> Result<&Layout> {
         if self.layout.is_none() {
-            let binding: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
-                .map(|b| {
-                    vk::DescriptorSetLayoutBinding::default()
-                        .binding(b)
-                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                        .descriptor_count(1)
-                        .stage_flags(vk::ShaderStageFlags::COMPUTE)
-                })
-                .collect();
-            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding);
-            // SAFETY: valid create info referring to a local; destroyed in `destroy`
-            // or below on failure.
-            let set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }
-                .vk("vkCreateDescriptorSetLayout")?;
-            stats.descriptor_set_layout_created();
-            let layouts = [set_layout];
-            let ranges = [vk::PushConstantRange {
-                stage_flags: vk::ShaderStageFlags::COMPUTE,
-                offset: 0,
-                size: (PUSH_WORDS * 4) as u32,
-            }];
-            let info = vk::PipelineLayoutCreateInfo::default()
-                .set_layouts(&layouts)
-                .push_constant_ranges(&ranges);
-            // SAFETY: as above; the set layout is alive; 128 bytes of push constants
-            // are within what every device allows.
-            let pipeline_layout = match unsafe { device.create_pipeline_layout(&info, None) } {
-                Ok(l) => l,
-                Err(e) => {
-                    // SAFETY: the set layout is not used by anything.
-                    unsafe { device.destroy_descriptor_set_layout(set_layout, None) };
-                    stats.descriptor_set_layout_destroyed();
-                    return Err(e).vk("vkCreatePipelineLayout");
-                }
-            };
-            stats.pipeline_layout_created();
-            self.layout = Some(Layout {
-                set_layout,
-                pipeline_layout,
-                bindings,
-            });
+            self.layout = Some(Layout::new(device, stats, bindings, PUSH_WORDS)?);
             self.publish(stats);
         }
         self.layout
@@ -146,9 +101,8 @@ impl CacheInner {
             .ok_or_else(|| Error::KernelCompileFailed("no pipeline layout".into()))
     }
 
-    /// The pipeline of `source`, compiled and created on first use. The layout
-    /// must exist.
-    /// The pipeline of shader `key`, made from the words `spirv` returns on first use.
+    /// The pipeline of shader `key`, made from the words `spirv` returns on first
+    /// use. The layout must exist.
     pub(crate) fn pipeline(
         &mut self,
         device: &ash::Device,
@@ -239,14 +193,9 @@ impl CacheInner {
             // SAFETY: as above.
             unsafe { k.destroy(device, stats) };
         }
-        if let Some(l) = self.layout.take() {
+        if let Some(mut l) = self.layout.take() {
             // SAFETY: as above; the pipelines that used the layouts are gone.
-            unsafe {
-                device.destroy_pipeline_layout(l.pipeline_layout, None);
-                device.destroy_descriptor_set_layout(l.set_layout, None);
-            }
-            stats.pipeline_layout_destroyed();
-            stats.descriptor_set_layout_destroyed();
+            unsafe { l.destroy(device, stats) };
         }
         self.stats.cached = 0;
         self.publish(stats);
