@@ -7,7 +7,8 @@
 # to `cargo test` (e.g. `scripts/test.sh -- halide::`); the perf run is left out
 # when there are any, and so are the runs of every case on Halide's own Vulkan
 # runtime (releases 19.0.0 and 21.0.0, from their PyPI wheels; their known
-# failures are reports/expectations/runtime-halide-<version>.yaml). The runner
+# failures are reports/expectations/runtime-halide-<version>.yaml); both
+# releases are still fetched first, since runner/tests/halide.rs uses 21.0.0. The runner
 # is built with the runtime's fault hook, for its device_lost test.
 set -euo pipefail
 cd "$(dirname "$0")/.."

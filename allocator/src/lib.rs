@@ -9,7 +9,7 @@
 //!
 //! # Walk-through
 //!
-//! This is `kernels/examples/image_round_trip.rs` (run it with `cargo run -p
+//! This is adapted from `kernels/examples/image_round_trip.rs` (run it with `cargo run -p
 //! vkcopy-kernels --example image_round_trip`); the other examples are
 //! `allocator/examples/`: `readback_bench` (readback into caller memory),
 //! `wrap_vk_buffer` (a `VkBuffer` the caller made) and `threads` (one context,

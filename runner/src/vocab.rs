@@ -130,7 +130,6 @@ fn counter_description(name: &str) -> String {
             ("_staged", ", through a staging buffer of their own"),
             ("_transfer", ", by vkCmdCopyBuffer"),
             ("_shader", ", by the copy shader"),
-            ("_host", ", on the host"),
         ];
         match routes.iter().find(|(r, _)| p.ends_with(r)) {
             Some((r, how)) => format!("{}{how}", p[..p.len() - r.len()].replace('_', " ")),

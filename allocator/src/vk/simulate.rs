@@ -300,5 +300,4 @@ impl Shadow {
 }
 
 #[cfg(all(test, feature = "simulate"))]
-#[path = "simulate_tests.rs"]
 mod tests;
