@@ -174,18 +174,7 @@ fn run_overlap(args: &Args, bytes: u64, print: &mut impl FnMut(&str)) -> Result<
     for line in overlap::rows(&results) {
         print(&line);
     }
-    let messages = ctx.take_validation_messages();
-    if !messages.is_empty() {
-        return Err(Failure::Validation(messages.join("\n  ")));
-    }
-    let out = args.out.clone().unwrap_or_else(|| {
-        Path::new("reports/out")
-            .join(device_slug(&info.name))
-            .join("overlap.json")
-    });
-    write_json(&out, &results)?;
-    print(&format!("wrote {}", out.display()));
-    Ok(())
+    finish(&ctx, args, "overlap.json", &results, print)
 }
 
 fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
@@ -207,16 +196,28 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
     for r in &rows {
         print(&breakdown::row(r));
     }
+    finish(&ctx, args, "breakdown.json", &rows, print)
+}
+
+/// Fails on validation messages; else writes `value` to `--out` (default
+/// `reports/out/<device>/<name>`).
+fn finish(
+    ctx: &Context,
+    args: &Args,
+    name: &str,
+    value: &impl serde::Serialize,
+    print: &mut impl FnMut(&str),
+) -> Result<(), Failure> {
     let messages = ctx.take_validation_messages();
     if !messages.is_empty() {
         return Err(Failure::Validation(messages.join("\n  ")));
     }
     let out = args.out.clone().unwrap_or_else(|| {
         Path::new("reports/out")
-            .join(device_slug(&info.name))
-            .join("breakdown.json")
+            .join(device_slug(&ctx.info().name))
+            .join(name)
     });
-    write_json(&out, &rows)?;
+    write_json(&out, value)?;
     print(&format!("wrote {}", out.display()));
     Ok(())
 }
