@@ -135,9 +135,10 @@ pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_W
 #[cfg(feature = "emulate")]
 pub use runtime::emulate::Emulate;
 pub use runtime::launch::{Access, Arg};
-pub use runtime::options::{ContextOptions, DeviceCopy, ENVIRONMENT};
+pub use runtime::options::{ContextOptions, DeviceCopy, MappedUpload, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
 pub use runtime::raw_copy::RawCopy;
+pub use runtime::upload_choice::UploadCalibration;
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{box_text, CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};

@@ -13,7 +13,7 @@ use serde_saphyr::Spanned;
 
 use crate::selection::Selection;
 use crate::steps::Step;
-use crate::vocab::{DeviceTypeName, ElemName, PolicyName};
+use crate::vocab::{DeviceTypeName, ElemName, MappedUploadName, PolicyName};
 
 /// One YAML case file: a runtime case (`buffers` and `steps`) or a selection
 /// case (`selection`).
@@ -48,6 +48,12 @@ pub struct CaseFile {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub simulate_memory: Option<Spanned<String>>,
+    /// Whether small uploads are written by the CPU into host-visible device
+    /// memory, whatever the environment says (`auto` is the runtime's default);
+    /// `auto` or `always` skip the case where the device has no such memory.
+    #[serde(default)]
+    #[schemars(with = "Option<MappedUploadName>")]
+    pub mapped_upload: Option<Spanned<String>>,
     /// Buffers by name; a buffer starts as host memory of zeros, not dirty.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BufferSpec>")]

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::outcome::{Outcome, PlacementRecord, Status};
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes};
+use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedUpload};
 use crate::selection;
 use crate::steps::state::{State, StepError};
 use crate::steps::{self, Op, OpKind};
@@ -36,6 +36,9 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     if let Some(p) = r.policy {
         options.policy = p;
     }
+    if let Some(m) = r.mapped_upload {
+        options.mapped_upload = m;
+    }
     let ctx = match Context::new(options) {
         Ok(c) => c,
         Err(e) => {
@@ -45,6 +48,13 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     };
     if let Some(why) = plan.unmet(ctx.info().device_type) {
         return Outcome::new(Status::Skip, why, start.elapsed());
+    }
+    if r.mapped_upload.is_some_and(|m| m != MappedUpload::Never)
+        && ctx.mapped_upload() == MappedUpload::Never
+    {
+        let why = "needs uploads written by the CPU (`mapped_upload:`): this device has no \
+                   host-visible, host-coherent device memory off a small BAR heap";
+        return Outcome::new(Status::Skip, why.into(), start.elapsed());
     }
     let mut state = State::new(&ctx, r.slots.clone());
     let result = run_steps(&mut state, r);

@@ -218,11 +218,8 @@ impl Ctx<'_> {
     }
 
     fn memory(&self, role: Role) -> String {
-        match self
-            .policy
-            .select(self.table, &self.policy.request(role), u32::MAX)
-        {
-            Ok(t) => self.table.describe_type(t),
+        match self.policy.role_candidates(self.table, role, u32::MAX) {
+            Ok(list) => self.table.describe_type(list[0]),
             Err(e) => format!("none: {e}"),
         }
     }
@@ -247,7 +244,7 @@ fn runtime_lines(
     let c = Ctx { r, table, policy };
     let _ = writeln!(out, "memory types under {policy} on {}:", table.name);
     for role in Role::ALL {
-        let _ = writeln!(out, "  {:<9} {}", role.name(), c.memory(role));
+        let _ = writeln!(out, "  {:<13} {}", role.name(), c.memory(role));
     }
     let _ = writeln!(out, "buffers:");
     for (i, b) in r.buffers.iter().enumerate() {

@@ -8,8 +8,8 @@ pub use vkcopy::memory::table::{
 pub use vkcopy::types::{box_text, dense_dims, span_bytes};
 pub use vkcopy::{
     counter_names, Buffer, Context, ContextOptions, CopyPath, DeviceInfo, DeviceType, Dim,
-    ElemType, Emulate, Error, Event, HostBytes, InFlight, MemoryRequest, MemoryTable, Placement,
-    Policy, Role, SubmitSteps, Value, ENVIRONMENT, MAX_DIMS,
+    ElemType, Emulate, Error, Event, HostBytes, InFlight, MappedUpload, MemoryRequest, MemoryTable,
+    Placement, Policy, Role, SubmitSteps, Value, ENVIRONMENT, MAX_DIMS,
 };
 
 /// Vulkan memory property flags, as placements report them.

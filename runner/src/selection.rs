@@ -129,7 +129,7 @@ pub fn plan(
                 Ok(r) => (None, Some(r)),
                 Err(e) => {
                     return Err(err(at, format!(
-                        "request '{request}': not readback, upload, device or a visibility/caching pair: {e}"
+                        "request '{request}': not readback, upload, device, device_mapped or a visibility/caching pair: {e}"
                     )))
                 }
             },
@@ -182,12 +182,14 @@ pub fn check(s: &SelectionPlan) -> Result<(), String> {
     let mut wrong = Vec::new();
     for c in &s.checks {
         for &(policy, want) in &c.expect {
-            let request = match (c.role, &c.raw) {
-                (Some(role), _) => policy.request(role),
-                (None, Some(raw)) => *raw,
+            let picked = match (c.role, &c.raw) {
+                (Some(role), _) => policy
+                    .role_candidates(&s.table, role, u32::MAX)
+                    .map(|list| list[0]),
+                (None, Some(raw)) => policy.select(&s.table, raw, u32::MAX),
                 (None, None) => unreachable!("the plan has a role or a raw request"),
             };
-            match policy.select(&s.table, &request, u32::MAX) {
+            match picked {
                 Ok(t) if t == want => {}
                 Ok(t) => wrong.push(format!(
                     "line {}: {} under {policy}: picked {}, expected {}",

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use crate::names;
 use crate::requires::DeviceReq;
 use crate::rt::{
-    counter_names, ElemType, MemoryCaching, MemoryUsage, MemoryVisibility, Policy, Role,
+    counter_names, ElemType, MappedUpload, MemoryCaching, MemoryUsage, MemoryVisibility, Policy,
+    Role,
 };
 
 /// Errors `expect_error` may name: the runtime's errors that a case can provoke.
@@ -113,11 +114,22 @@ fn policy_description(p: Policy) -> &'static str {
     }
 }
 
+fn mapped_upload_description(m: MappedUpload) -> &'static str {
+    match m {
+        MappedUpload::Auto => "the faster of the CPU's write and the GPU's copy, measured per size class under 4 MiB (the default)",
+        MappedUpload::Never => "every upload goes through the GPU",
+        MappedUpload::Always => "every upload into host-visible device memory",
+    }
+}
+
 fn role_description(r: Role) -> &'static str {
     match r {
         Role::Readback => "staging for device-to-host copies: the device writes, the host reads",
         Role::Upload => "staging for host-to-device copies: the host writes, the device reads",
         Role::Device => "a buffer's device memory: only the device uses it",
+        Role::DeviceMapped => {
+            "a small buffer's device memory, host-visible where the device has such memory off a small BAR heap: the host may write its uploads"
+        }
     }
 }
 
@@ -128,6 +140,10 @@ fn counter_description(name: &str) -> String {
             ("_imported", ", straight to or from imported host memory"),
             ("_ring", ", through the staging ring"),
             ("_staged", ", through a staging buffer of their own"),
+            (
+                "_mapped",
+                ", written by the CPU into host-visible device memory",
+            ),
             ("_transfer", ", by vkCmdCopyBuffer"),
             ("_shader", ", by the copy shader"),
         ];
@@ -210,6 +226,13 @@ names_type!(
     "Policy",
     "A memory-type selection policy.",
     owned(Policy::ALL.map(|p| (p.name(), policy_description(p).to_owned())))
+);
+
+names_type!(
+    MappedUploadName,
+    "MappedUpload",
+    "Whether small uploads are written by the CPU into host-visible device memory.",
+    owned(MappedUpload::ALL.map(|m| (m.name(), mapped_upload_description(m).to_owned())))
 );
 
 names_type!(

@@ -197,7 +197,7 @@ fn explain_shows_sizes_copies_and_memory_types() {
         "case basic::round_trip_2d",
         "policy: vkcopy (the default)",
         "table: NVIDIA H200 (--table nvidia-h200)",
-        "  readback  type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)",
+        "  readback      type 3: HOST_VISIBLE|HOST_COHERENT|HOST_CACHED (heap 1)",
         "  g: i32 128x128 (min 0,0 stride 1,128), 65536 bytes; host memory of vkcopy, page-aligned",
         "copy_to_device (if host-dirty) g: 65536 bytes in 1 contiguous run(s)",
         "steps (8):",
@@ -211,7 +211,7 @@ fn explain_shows_sizes_copies_and_memory_types() {
         .unwrap();
     let legacy = text(&legacy.stdout);
     assert!(
-        legacy.contains("  readback  type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)"),
+        legacy.contains("  readback      type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0)"),
         "{legacy}"
     );
 }

@@ -17,8 +17,10 @@
 //! | readback | device_to_host/uncached_coherent | device_to_host/cached_coherent | device_to_host/cached |
 //! | upload | host_to_device/uncached_coherent | same | same |
 //! | device | device_only/uncached | same | same |
+//! | device_mapped | device_only/uncached | same | device_only/uncached, host-visible coherent types first |
 //!
-//! (usages: readback `transfer_dst`, upload `transfer_src`, device `transfer_src_dst`.)
+//! (usages: readback `transfer_dst`, upload `transfer_src`, device and
+//! device_mapped `transfer_src_dst`.)
 //!
 //! # `halide-legacy` and `halide`
 //!
@@ -285,12 +287,17 @@ pub enum Role {
     Upload,
     /// A buffer's device memory: only the device uses it.
     Device,
+    /// A small buffer's device memory, which the host may also write: small
+    /// uploads skip staging and the GPU. The device request, with its
+    /// host-visible coherent types first ([`Policy::role_candidates`]).
+    DeviceMapped,
 }
 
 named!(Role, "role", [
     Readback => "readback",
     Upload => "upload",
     Device => "device",
+    DeviceMapped => "device_mapped",
 ]);
 
 /// A memory-type selection policy; see the module docs for the rules.
@@ -350,7 +357,7 @@ impl Policy {
             }
             Role::Upload => MemoryRequest::new(V::HostToDevice, C::UncachedCoherent)
                 .with_usage(MemoryUsage::TransferSrc),
-            Role::Device => MemoryRequest::new(V::DeviceOnly, C::Uncached)
+            Role::Device | Role::DeviceMapped => MemoryRequest::new(V::DeviceOnly, C::Uncached)
                 .with_usage(MemoryUsage::TransferSrcDst),
         }
     }
@@ -454,6 +461,30 @@ impl Policy {
                 table: table.name.clone(),
                 types,
             });
+        }
+        Ok(list)
+    }
+
+    /// Memory types to try for `role`: [`Policy::candidates`] of its request.
+    /// For [`Role::DeviceMapped`] under `vkcopy` the host-visible coherent types
+    /// come first (Halide has no such role: its policies keep the device order);
+    /// the others follow, so a small buffer still finds device memory when no
+    /// such type has room. Non-coherent memory is left out of the front: a
+    /// flush writes back whole atoms, which would race the device's writes to
+    /// neighbouring bytes. A small BAR heap is no candidate of the device
+    /// request under `vkcopy`, so small buffers never take it from the buffers
+    /// that need it.
+    pub fn role_candidates(
+        self,
+        table: &MemoryTable,
+        role: Role,
+        memory_type_bits: u32,
+    ) -> Result<Vec<u32>, SelectError> {
+        use vk::MemoryPropertyFlags as F;
+        let mut list = self.candidates(table, &self.request(role), memory_type_bits)?;
+        if role == Role::DeviceMapped && self == Policy::Vkcopy {
+            let mapped = F::HOST_VISIBLE | F::HOST_COHERENT;
+            list.sort_by_key(|&i| !table.types[i as usize].flags.contains(mapped));
         }
         Ok(list)
     }

@@ -14,10 +14,11 @@ use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile, SubmitSteps};
 use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::emulate::Emulate;
-use crate::runtime::options::{ContextOptions, DeviceCopy};
+use crate::runtime::options::{ContextOptions, DeviceCopy, MappedUpload};
 use crate::runtime::ring::Staging;
 use crate::runtime::route::{self, HostRoutes, RouteCounts};
 use crate::runtime::streams::Streams;
+use crate::runtime::upload_choice::MappedUploads;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
@@ -54,6 +55,9 @@ pub(crate) struct Inner {
     pub(crate) device_copies: DeviceCopies,
     /// What uploads and readbacks may use.
     pub(crate) host_routes: HostRoutes,
+    /// Whether uploads into host-visible device memory are written by the CPU,
+    /// and what was measured to choose.
+    pub(crate) mapped_uploads: MappedUploads,
     /// Copies and bytes per route.
     pub(crate) routes: RouteCounts,
     /// Halide bugs brought back; read by the runtime alone.
@@ -130,6 +134,12 @@ impl Context {
             // Per-copy staging where the copy models Halide's staging: a simulated
             // table's placement cases, Halide's staging layout bug.
             ring: !emulate.staging_layout_mismatch() && !allocator.is_simulated(),
+            // vkcopy's own route too; a simulated table takes it where the
+            // table has the memory for it.
+            mapped: options.policy == Policy::Vkcopy
+                && !emulate.any()
+                && options.mapped_upload != MappedUpload::Never
+                && allocator.maps_device_memory(),
         };
         Ok(Context {
             inner: Arc::new(Inner {
@@ -141,6 +151,7 @@ impl Context {
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
                 host_routes,
+                mapped_uploads: MappedUploads::new(options.mapped_upload),
                 routes: RouteCounts::default(),
                 emulate,
                 allocator,

@@ -25,7 +25,7 @@ use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::Via;
 use crate::vk::copy_kernel::{shader_write_barrier, Bound, Leg};
 use crate::vk::region::Region;
-use crate::vk::submit::Submitter;
+use crate::vk::submit::{HostAccess, Submitter};
 
 fn leg(k: &KernelPlan, src: vk::Buffer, dst: vk::Buffer) -> Leg {
     Leg {
@@ -82,6 +82,7 @@ impl Context {
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
         let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
+        let access = self.host_access(dst.0);
         if choice == Choice::Transfer || !sub.queue().compute {
             return Ok(None);
         }
@@ -93,9 +94,9 @@ impl Context {
             };
             let legs = [leg(&k, sb, db)];
             if choice == Choice::Calibrate {
-                return self.calibrate(sub, plan, &legs, transfer).map(Some);
+                return self.calibrate(sub, plan, &legs, transfer, access).map(Some);
             }
-            let gpu = self.run_legs(sub, &legs, self.profiling())?;
+            let gpu = self.run_legs(sub, &legs, self.profiling(), access)?;
             return Ok(Some((Via::Shader, gpu)));
         }
         // One region: the boxes may overlap, so the copy cannot be repeated to
@@ -112,13 +113,20 @@ impl Context {
         };
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.vk_buffer();
-        let gpu = self.run_legs(sub, &[leg(&a, sb, tb), leg(&b, tb, db)], self.profiling())?;
+        let legs = [leg(&a, sb, tb), leg(&b, tb, db)];
+        let gpu = self.run_legs(sub, &legs, self.profiling(), access)?;
         Ok(Some((Via::Shader, gpu)))
     }
 
     /// Runs the legs in one submission, a shader-write barrier between them; with
     /// `timed`, returns the GPU time (host time where the queue has no timestamps).
-    fn run_legs(&self, sub: &Submitter, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
+    fn run_legs(
+        &self,
+        sub: &Submitter,
+        legs: &[Leg],
+        timed: bool,
+        access: HostAccess,
+    ) -> Result<Option<u64>> {
         let s = &*self.inner;
         let (device, stats) = (&s.device.raw, &s.device.stats);
         // Held until the fence wait: the kernel is not destroyed under the copy.
@@ -126,7 +134,7 @@ impl Context {
         let kernel = cache.copy_kernel(device, stats)?;
         let sets = kernel.sets(device, stats, legs)?;
         let start = std::time::Instant::now();
-        let gpu = sub.run_on_device(timed, |cmd| {
+        let gpu = sub.run_with(timed, access, |cmd| {
             for (i, l) in legs.iter().enumerate() {
                 if i > 0 {
                     shader_write_barrier(device, cmd);
@@ -154,15 +162,16 @@ impl Context {
         plan: &CopyPlan,
         legs: &[Leg],
         transfer: &dyn Fn(vk::CommandBuffer),
+        access: HostAccess,
     ) -> Result<(Via, Option<u64>)> {
         let (mut t, mut k) = (u64::MAX, u64::MAX);
         let mut gpu_timestamps = true;
         for _ in 0..CALIBRATION_ROUNDS {
             let start = std::time::Instant::now();
-            let gpu = sub.run_on_device(true, transfer)?;
+            let gpu = sub.run_with(true, access, transfer)?;
             gpu_timestamps &= gpu.is_some();
             t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
-            k = k.min(self.run_legs(sub, legs, true)?.unwrap_or(u64::MAX));
+            k = k.min(self.run_legs(sub, legs, true, access)?.unwrap_or(u64::MAX));
         }
         let chosen = if k < t {
             DeviceCopy::Shader

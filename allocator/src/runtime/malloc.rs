@@ -13,11 +13,13 @@ use crate::buffer::{Buffer, DeviceView};
 use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
+use crate::runtime::upload_choice::MAPPED_MAX_BYTES;
 use crate::vk::region::Region;
 
 impl Context {
     /// A region of `size` bytes placed for `role` by the context's policy: device
-    /// memory for `Role::Device`, staging for `Upload` / `Readback`. It goes back to
+    /// memory for `Role::Device` (`DeviceMapped`: host-visible first), staging for
+    /// `Upload` / `Readback`. It goes back to
     /// the pool when the last `Arc` drops. Buffers get theirs through `device_malloc`.
     pub fn allocate(&self, role: Role, size: u64) -> Result<Arc<Region>> {
         self.allocate_region(role, size)
@@ -51,8 +53,13 @@ impl Context {
             }
             buf.device = None;
         }
-        let region =
-            self.buffer_region(Region::allocate(&self.inner.allocator, Role::Device, size)?);
+        // Small buffers go where the CPU can write their uploads, if this context
+        // has that route (`mapped_upload.rs`).
+        let role = match self.inner.host_routes.mapped && size < MAPPED_MAX_BYTES {
+            true => Role::DeviceMapped,
+            false => Role::Device,
+        };
+        let region = self.buffer_region(Region::allocate(&self.inner.allocator, role, size)?);
         self.inner.submitters.take()?.run(|cmd| {
             // SAFETY: the buffer was just created and is not in use; its size is a
             // multiple of 4 (the allocator rounds it up), so WHOLE_SIZE covers it all.

@@ -29,6 +29,10 @@ pub struct ContextOptions {
     /// or the faster of the two as measured on this device. Default:
     /// [`DeviceCopy::Auto`].
     pub device_copy: DeviceCopy,
+    /// Whether small uploads may be written by the CPU straight into device
+    /// memory that is host-visible, skipping staging and the GPU. Default:
+    /// [`MappedUpload::Auto`].
+    pub mapped_upload: MappedUpload,
     /// The longest any wait for the device may take before it fails with
     /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
     pub timeout: std::time::Duration,
@@ -90,6 +94,57 @@ impl std::str::FromStr for DeviceCopy {
     }
 }
 
+/// Whether small uploads are written by the CPU into device memory (as NVIDIA's
+/// GDRCopy does for CUDA). Only under the vkcopy policy with no emulated Halide
+/// bug, and only where the device has host-visible, host-coherent device memory
+/// off a small BAR heap (resizable BAR, integrated GPUs, CPU devices): then
+/// buffers under 4 MiB are placed there ([`Role::DeviceMapped`](crate::Role::DeviceMapped)).
+/// Readbacks never read device memory with the CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MappedUpload {
+    /// The faster of the CPU's write and the staged GPU copy, measured on the
+    /// first upload of each size class (a factor of 4 in bytes) under 4 MiB;
+    /// larger uploads use the GPU.
+    #[default]
+    Auto,
+    /// Uploads go through the GPU, and buffers are placed as the device role
+    /// says.
+    Never,
+    /// Every upload into host-visible device memory, whatever its size.
+    Always,
+}
+
+impl MappedUpload {
+    /// Every value, in declaration order.
+    pub const ALL: [MappedUpload; 3] = [
+        MappedUpload::Auto,
+        MappedUpload::Never,
+        MappedUpload::Always,
+    ];
+
+    /// The name in options and reports: `auto`, `never` or `always`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MappedUpload::Auto => "auto",
+            MappedUpload::Never => "never",
+            MappedUpload::Always => "always",
+        }
+    }
+}
+
+impl std::str::FromStr for MappedUpload {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(MappedUpload::Auto),
+            "never" => Ok(MappedUpload::Never),
+            "always" => Ok(MappedUpload::Always),
+            _ => Err(format!("'{s}': expected auto, never or always")),
+        }
+    }
+}
+
 /// The environment variables [`ContextOptions::from_env`] reads, with what each means.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("VKCOPY_DEVICE", "device index, or a case-insensitive substring of its name"),
@@ -103,6 +158,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "VKCOPY_DEVICE_COPY",
         "device-to-device copies: auto (default, measured), transfer or shader",
+    ),
+    (
+        "VKCOPY_MAPPED_UPLOAD",
+        "small uploads written by the CPU into host-visible device memory: auto (default, measured), never or always",
     ),
     (
         "VKCOPY_TIMEOUT_MS",
@@ -138,8 +197,8 @@ pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_m
 
 impl Default for ContextOptions {
     /// The default device, no validation, the vkcopy policy, host import on,
-    /// default blocks, measured device copies, the device's own memory table, no
-    /// emulated bugs.
+    /// default blocks, measured device copies and mapped uploads, the device's
+    /// own memory table, no emulated bugs.
     fn default() -> Self {
         ContextOptions {
             device: DeviceSelector::Default,
@@ -148,6 +207,7 @@ impl Default for ContextOptions {
             import_host: true,
             alloc_config: AllocConfig::default(),
             device_copy: DeviceCopy::Auto,
+            mapped_upload: MappedUpload::Auto,
             timeout: DEFAULT_TIMEOUT,
             spin: DEFAULT_SPIN,
             #[cfg(feature = "simulate")]
@@ -186,6 +246,7 @@ impl ContextOptions {
     /// - `VKCOPY_POLICY`: [`ContextOptions::policy`];
     /// - `VKCOPY_IMPORT_HOST`: [`ContextOptions::import_host`] (`0` turns it off);
     /// - `VKCOPY_DEVICE_COPY`: [`ContextOptions::device_copy`];
+    /// - `VKCOPY_MAPPED_UPLOAD`: [`ContextOptions::mapped_upload`];
     /// - `VKCOPY_ALLOC_CONFIG`: [`ContextOptions::alloc_config`], as [`AllocConfig::parse`] reads it;
     /// - `VKCOPY_SIMULATE_MEMORY`: a YAML memory table (features `simulate`, `yaml`);
     /// - `VKCOPY_EMULATE`: Halide bugs to bring back (feature `emulate`).
@@ -223,6 +284,13 @@ impl ContextOptions {
         if let Some(v) = var("VKCOPY_DEVICE_COPY") {
             options.device_copy = v.parse().map_err(|reason| Error::BadSetting {
                 name: "VKCOPY_DEVICE_COPY",
+                value: v.clone(),
+                reason,
+            })?;
+        }
+        if let Some(v) = var("VKCOPY_MAPPED_UPLOAD") {
+            options.mapped_upload = v.parse().map_err(|reason| Error::BadSetting {
+                name: "VKCOPY_MAPPED_UPLOAD",
                 value: v.clone(),
                 reason,
             })?;

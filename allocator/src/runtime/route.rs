@@ -24,6 +24,9 @@ pub(crate) enum Via {
     Ring,
     /// Through a staging buffer made for this copy, as Halide does.
     Staged,
+    /// The CPU writes straight into host-visible device memory: no staging, no
+    /// submission (uploads only: the CPU reads such memory very slowly).
+    Mapped,
     /// `vkCmdCopyBuffer` between device regions.
     Transfer,
     /// The copy kernel between device regions.
@@ -36,6 +39,7 @@ impl Via {
             Via::Imported => "imported",
             Via::Ring => "ring",
             Via::Staged => "staged",
+            Via::Mapped => "mapped",
             Via::Transfer => "transfer",
             Via::Shader => "shader",
         }
@@ -50,7 +54,7 @@ pub(crate) struct Route {
 }
 
 /// Every route, in counter order.
-pub(crate) const ROUTES: [Route; 8] = {
+pub(crate) const ROUTES: [Route; 9] = {
     use CopyPath::*;
     use Via::*;
     const fn r(path: CopyPath, via: Via) -> Route {
@@ -60,6 +64,7 @@ pub(crate) const ROUTES: [Route; 8] = {
         r(HostToDevice, Imported),
         r(HostToDevice, Ring),
         r(HostToDevice, Staged),
+        r(HostToDevice, Mapped),
         r(DeviceToHost, Imported),
         r(DeviceToHost, Ring),
         r(DeviceToHost, Staged),
@@ -135,6 +140,9 @@ pub(crate) struct HostRoutes {
     /// stages (cases about staging placement on recorded tables, and Halide's
     /// staging layout bug, need one staging buffer per copy).
     pub(crate) ring: bool,
+    /// Small buffers get host-visible device memory, and uploads into it may be
+    /// written by the CPU ([`Via::Mapped`], `mapped_upload.rs`).
+    pub(crate) mapped: bool,
 }
 
 impl HostRoutes {
@@ -167,17 +175,20 @@ mod tests {
         let t = HostRoutes {
             import: true,
             ring: true,
+            mapped: false,
         };
         assert_eq!(t.choose(IMPORT_MIN_BYTES - 1), Via::Ring);
         assert_eq!(t.choose(IMPORT_MIN_BYTES), Via::Imported);
         let halide = HostRoutes {
             import: false,
             ring: false,
+            mapped: false,
         };
         assert_eq!(halide.choose(1 << 30), Via::Staged);
         let no_import = HostRoutes {
             import: false,
             ring: true,
+            mapped: false,
         };
         assert_eq!(no_import.choose(1 << 30), Via::Ring);
     }

@@ -19,7 +19,7 @@ use crate::runtime::context::Context;
 use crate::runtime::plan::{ChunkOffsets, CopyPlan};
 use crate::runtime::transfer::MAX_REGIONS_PER_CALL;
 use crate::vk::region::Region;
-use crate::vk::submit::{Submitter, LANES};
+use crate::vk::submit::{HostAccess, Submitter, LANES};
 
 /// Bytes of one staging chunk (the largest window of a copy).
 pub(crate) const CHUNK: u64 = 32 << 20;
@@ -350,13 +350,15 @@ impl Context {
     }
 
     /// Host to device through the upload ring: `plan` from host bytes `src` (at the
-    /// plan's source offsets) to `dst` (buffer, byte offset).
+    /// plan's source offsets) to `dst` (buffer, byte offset), ending with a barrier
+    /// to the host where `access` says the host touches `dst` next.
     pub(crate) fn upload_staged(
         &self,
         sub: &Submitter,
         plan: &CopyPlan,
         src: &[u8],
         dst: (vk::Buffer, u64),
+        access: HostAccess,
     ) -> Result<Option<u64>> {
         let window = window(plan.bytes());
         let windows = Windows::estimate(plan, window, self.max_pieces());
@@ -364,7 +366,7 @@ impl Context {
         let n = slots.len().min(windows).max(1);
         let device = self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
-        lanes.device_only();
+        lanes.host_access(access);
         let mut all = Windows::new(plan, window, self.max_pieces())
             .enumerate()
             .peekable();

@@ -17,9 +17,11 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::{Route, Via};
+use crate::runtime::upload_choice::Choice as MappedChoice;
 use crate::types::{CopyPath, Dim};
 use crate::vk::allocator::Allocation;
-use crate::vk::submit::{Submitter, LANES};
+use crate::vk::region::Region;
+use crate::vk::submit::{HostAccess, Submitter, LANES};
 
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
 pub(crate) const MAX_REGIONS_PER_CALL: usize = 1 << 16;
@@ -152,14 +154,6 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
     Ok(())
 }
 
-/// Whether the host reads what a submission writes (a readback): then it ends
-/// with a barrier to the host stage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HostReads {
-    Yes,
-    No,
-}
-
 /// The route of one upload or readback, with what it needs.
 enum Chosen {
     /// The imported buffer over the host memory, and the offset of its first byte.
@@ -179,7 +173,7 @@ impl Context {
         src: (vk::Buffer, u64),
         dst: (vk::Buffer, u64),
         host: Option<HostSide>,
-        reads: HostReads,
+        reads: HostAccess,
     ) -> Result<Option<u64>> {
         let device = self.raw_device();
         // A chunk is at most two regions (the host-side cut).
@@ -190,9 +184,7 @@ impl Context {
             });
         }
         let mut lanes = sub.lanes(self.inner.profile.enabled());
-        if reads == HostReads::No {
-            lanes.device_only();
-        }
+        lanes.host_access(reads);
         let mut chunks = plan.chunk_offsets().peekable();
         let mut lane = 0;
         while chunks.peek().is_some() {
@@ -210,14 +202,10 @@ impl Context {
     fn submit(
         &self,
         sub: &Submitter,
-        reads: HostReads,
+        reads: HostAccess,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<Option<u64>> {
-        let timed = self.inner.profile.enabled();
-        match reads {
-            HostReads::Yes => sub.run_timed(timed, record),
-            HostReads::No => sub.run_on_device(timed, record),
-        }
+        sub.run_with(self.inner.profile.enabled(), reads, record)
     }
 
     /// Counts a copy on its route, and its times in the profile.
@@ -315,19 +303,69 @@ impl Context {
         let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
         check_host("source", src.0, mem.len(), plan.src_end())?;
         let host = &mem[src.0.offset..];
-        let device = (dst.0.region.vk_buffer(), dst_off);
-        let (via, gpu) = match self.host_route(&plan, &mem, Role::Upload) {
-            Chosen::Imported(buffer, base) => {
-                let from = (buffer, base + src.0.offset as u64);
-                let gpu =
-                    self.submit_copy(sub, &plan, from, device, Some(HostSide::Src), HostReads::No)?;
-                (Via::Imported, gpu)
+        let region = &*dst.0.region;
+        let device = (region.vk_buffer(), dst_off, self.host_access(region));
+        let choice = match self.takes_mapped_uploads(region) {
+            true => self.inner.mapped_uploads.choice(plan.bytes()),
+            false => MappedChoice::Copy,
+        };
+        let (via, gpu) = match choice {
+            MappedChoice::Mapped => {
+                self.write_mapped(&plan, host, region, dst_off)?;
+                (Via::Mapped, None)
             }
-            Chosen::Ring => (Via::Ring, self.upload_staged(sub, &plan, host, device)?),
-            Chosen::Staged => (Via::Staged, self.upload_per_copy(sub, &plan, host, device)?),
+            MappedChoice::Copy => self.upload_by_copy(sub, &plan, &mem, src.0.offset, device)?,
+            MappedChoice::Calibrate => {
+                let copy = || self.upload_by_copy(sub, &plan, &mem, src.0.offset, device);
+                match self.calibrate_upload(&plan, host, region, dst_off, copy)? {
+                    (true, _) => (Via::Mapped, None),
+                    (false, copied) => copied,
+                }
+            }
         };
         self.record(CopyPath::HostToDevice, Some(via), plan.bytes(), start, gpu);
         Ok(())
+    }
+
+    /// An upload by the GPU to `device` (a buffer, the byte its view starts at, and
+    /// whether the host touches the buffer's memory next)
+    /// from the host memory `mem` (the view's bytes start at `offset`): imported
+    /// where the table says so, else through staging. Returns the route and, when
+    /// profiling, the GPU time in ns.
+    fn upload_by_copy(
+        &self,
+        sub: &Submitter,
+        plan: &CopyPlan,
+        mem: &HostBytes,
+        offset: usize,
+        (buffer, at, access): (vk::Buffer, u64, HostAccess),
+    ) -> Result<(Via, Option<u64>)> {
+        let host = &mem[offset..];
+        let device = (buffer, at);
+        Ok(match self.host_route(plan, mem, Role::Upload) {
+            Chosen::Imported(from, base) => {
+                let from = (from, base + offset as u64);
+                let gpu = self.submit_copy(sub, plan, from, device, Some(HostSide::Src), access)?;
+                (Via::Imported, gpu)
+            }
+            Chosen::Ring => (
+                Via::Ring,
+                self.upload_staged(sub, plan, host, device, access)?,
+            ),
+            Chosen::Staged => (
+                Via::Staged,
+                self.upload_per_copy(sub, plan, host, device, access)?,
+            ),
+        })
+    }
+
+    /// Whether the host touches what the device writes into `dst`: the CPU may
+    /// write over it next when it takes mapped uploads.
+    pub(crate) fn host_access(&self, dst: &Region) -> HostAccess {
+        match self.takes_mapped_uploads(dst) {
+            true => HostAccess::Yes,
+            false => HostAccess::No,
+        }
     }
 
     /// Upload through a staging buffer made for this copy.
@@ -337,6 +375,7 @@ impl Context {
         plan: &CopyPlan,
         host: &[u8],
         device: (vk::Buffer, u64),
+        access: HostAccess,
     ) -> Result<Option<u64>> {
         let (pack, unpack, size) = self.staging(plan);
         let staging = self.allocate_region(Role::Upload, size)?;
@@ -352,7 +391,7 @@ impl Context {
             (staging.alloc.buffer, 0),
             device,
             None,
-            HostReads::No,
+            access,
         )
     }
 
@@ -381,7 +420,7 @@ impl Context {
                 // to HOST_READ and the memory is coherent.
                 let to = (buffer, base + dst.0.offset as u64);
                 let gpu =
-                    self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst), HostReads::Yes);
+                    self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst), HostAccess::Yes);
                 if let Err(Error::Timeout { .. }) = gpu {
                     // The GPU may still be writing the memory: the write lock is held
                     // until it is idle, so no reader of the host memory races it.
@@ -418,7 +457,7 @@ impl Context {
             device,
             (staging.alloc.buffer, 0),
             None,
-            HostReads::Yes,
+            HostAccess::Yes,
         )?;
         self.invalidate(&staging.alloc, 0, size)?;
         // The submission was waited for and ends with a barrier to HOST_READ.
@@ -453,6 +492,7 @@ impl Context {
         let device = self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
+        let access = self.host_access(dr);
         if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
@@ -466,14 +506,7 @@ impl Context {
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit_copy(
-                sub,
-                &plan,
-                (sb, src_off),
-                (db, dst_off),
-                None,
-                HostReads::No,
-            )?;
+            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off), None, access)?;
             self.record(
                 CopyPath::DeviceToDevice,
                 Some(Via::Transfer),
@@ -489,9 +522,9 @@ impl Context {
             // In two capped copies, the second after the first (submissions wait
             // for the transfer writes before them).
             let (dense_dst, dense_src) = (plan.with_dense_dst(), plan.with_dense_src());
-            let no = HostReads::No;
+            let no = HostAccess::No;
             let into = self.submit_copy(sub, &dense_dst, (sb, src_off), (tb, 0), None, no)?;
-            let out = self.submit_copy(sub, &dense_src, (tb, 0), (db, dst_off), None, no)?;
+            let out = self.submit_copy(sub, &dense_src, (tb, 0), (db, dst_off), None, access)?;
             let gpu = into.zip(out).map(|(a, b)| a + b);
             self.record(
                 CopyPath::DeviceToDevice,
@@ -502,7 +535,7 @@ impl Context {
             );
             return Ok(());
         }
-        let gpu = self.submit(sub, HostReads::No, |cmd| {
+        let gpu = self.submit(sub, access, |cmd| {
             record_copy(
                 device,
                 cmd,

@@ -248,6 +248,15 @@ impl Allocator {
         self.policy
     }
 
+    /// Whether small buffers' device memory may be host-visible and coherent:
+    /// the first [`Role::DeviceMapped`] candidate is.
+    pub(crate) fn maps_device_memory(&self) -> bool {
+        let mapped = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        self.policy
+            .role_candidates(&self.table, Role::DeviceMapped, self.type_bits)
+            .is_ok_and(|list| self.table.types[list[0] as usize].flags.contains(mapped))
+    }
+
     pub(crate) fn table(&self) -> &MemoryTable {
         &self.table
     }
@@ -284,7 +293,7 @@ impl Allocator {
         let request = self.policy.request(role);
         let candidates = self
             .policy
-            .candidates(&self.table, &request, self.type_bits)
+            .role_candidates(&self.table, role, self.type_bits)
             .map_err(|e| Error::DeviceMallocFailed(format!("{role} of {size} bytes: {e}")))?;
         // Buffers are at least 4 bytes and a multiple of 4, so vkCmdFillBuffer covers them.
         let buffer_size = size.max(4).next_multiple_of(4);

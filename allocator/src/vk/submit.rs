@@ -17,6 +17,17 @@ use crate::vk::device::{DeviceShared, Queue, QueueRole};
 /// is reached.
 pub(crate) const LANES: usize = 3;
 
+/// Whether the host touches what a submission writes, once it is done: reads it
+/// (a readback), or writes over it with the CPU (device memory that takes
+/// uploads written by the CPU, `runtime/mapped_upload.rs`). Then the submission
+/// ends with a barrier that makes its writes available to the host, so that
+/// none of them lands after the host's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HostAccess {
+    Yes,
+    No,
+}
+
 /// How long a wait polls the semaphore without yielding the core; it goes on
 /// polling, yielding, up to the device's `spin`.
 const SPIN: Duration = Duration::from_micros(200);
@@ -152,6 +163,20 @@ impl Submitter {
         let mut lanes = self.lanes(timed);
         lanes.submit(0, true, record)?;
         lanes.finish()
+    }
+
+    /// [`Submitter::run_timed`] where the host touches what the work writes, else
+    /// [`Submitter::run_on_device`].
+    pub(crate) fn run_with(
+        &self,
+        timed: bool,
+        host: HostAccess,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<Option<u64>> {
+        match host {
+            HostAccess::Yes => self.run_timed(timed, record),
+            HostAccess::No => self.run_on_device(timed, record),
+        }
     }
 
     /// As [`Submitter::run_timed`], for work whose writes the host does not read
@@ -294,6 +319,13 @@ impl Lanes<'_> {
     /// to the host stage.
     pub(crate) fn device_only(&mut self) {
         self.host_reads = false;
+    }
+
+    /// [`Lanes::device_only`] unless the host touches what they write.
+    pub(crate) fn host_access(&mut self, host: HostAccess) {
+        if host == HostAccess::No {
+            self.device_only();
+        }
     }
 
     /// Records with `record` on lane `i` (waiting for its earlier work first) and

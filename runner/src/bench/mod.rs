@@ -139,6 +139,7 @@ fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, Pat
         doc.results.push(r.clone());
     })
     .map_err(Failure::Usage)?;
+    measured_choices(&ctx).iter().for_each(|l| print(l));
     let messages = ctx.take_validation_messages();
     if !messages.is_empty() {
         return Err(Failure::Validation(format!(
@@ -196,7 +197,35 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
     for r in &rows {
         print(&breakdown::row(r));
     }
+    measured_choices(&ctx).iter().for_each(|l| print(l));
     finish(&ctx, args, "breakdown.json", &rows, print)
+}
+
+/// What the context measured to choose its routes: per size class, the CPU's
+/// write against the GPU's copy for uploads into device memory, and
+/// `vkCmdCopyBuffer` against the copy shader for device-to-device copies.
+fn measured_choices(ctx: &Context) -> Vec<String> {
+    let us = |s: f64| format!("{:.1} us", s * 1e6);
+    let uploads = ctx.upload_calibrations().into_iter().map(|c| {
+        format!(
+            "upload class {}: CPU write {}, GPU copy {}: {}",
+            sizes::format(c.min_bytes),
+            us(c.mapped_seconds),
+            us(c.copy_seconds),
+            if c.mapped { "mapped" } else { "copy" }
+        )
+    });
+    let copies = ctx.device_copy_calibrations().into_iter().map(|c| {
+        format!(
+            "device copy class {}{}: transfer {}, shader {}: {}",
+            sizes::format(c.min_bytes),
+            if c.contiguous { "" } else { " (strided)" },
+            us(c.transfer_seconds),
+            us(c.shader_seconds),
+            c.chosen.name()
+        )
+    });
+    uploads.chain(copies).collect()
 }
 
 /// Fails on validation messages; else writes `value` to `--out` (default

@@ -15,7 +15,7 @@ use super::shim;
 use super::shim::StepKind;
 use crate::outcome::{Outcome, Status};
 use crate::plan::{CasePlan, RuntimePlan};
-use crate::rt::{Buffer, Dim, ElemType, Expr};
+use crate::rt::{Buffer, Dim, ElemType, Expr, MappedUpload};
 use crate::steps::{checks, compute, copies, memory, views, Op, OpKind};
 
 /// Why a step failed.
@@ -319,6 +319,9 @@ impl State<'_> {
 pub fn needs(plan: &RuntimePlan) -> Option<String> {
     if plan.policy.is_some() {
         return Some("a vkcopy selection policy (`policy:`)".into());
+    }
+    if plan.mapped_upload.is_some_and(|m| m != MappedUpload::Never) {
+        return Some("vkcopy's uploads written by the CPU (`mapped_upload:`)".into());
     }
     plan.ops.iter().find_map(op_needs)
 }

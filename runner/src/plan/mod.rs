@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::case::{BufferSpec, CaseFile};
 use crate::error::CaseError;
 use crate::requires::DeviceReq;
-use crate::rt::{dense_dims, Dim, ElemType, MemoryTable, Policy, MAX_DIMS};
+use crate::rt::{dense_dims, Dim, ElemType, MappedUpload, MemoryTable, Policy, MAX_DIMS};
 use crate::selection::{self, recorded_table, SelectionPlan};
 use crate::steps::planner::{check_size, Planner, Slot};
 use crate::steps::{self, Op};
@@ -34,6 +34,8 @@ pub struct RuntimePlan {
     pub policy: Option<Policy>,
     /// The recorded table the case presents to the allocator, if any.
     pub simulate_memory: Option<MemoryTable>,
+    /// How uploads into host-visible device memory go, if the case says.
+    pub mapped_upload: Option<MappedUpload>,
     /// Declared buffers: slots `0..buffers.len()`.
     pub buffers: Vec<BufferDecl>,
     /// The name of every slot: the declared buffers, then the views steps create.
@@ -260,12 +262,16 @@ fn parse_one(
     let kind = match (&file.selection, file.steps.is_empty()) {
         (Some(sel), true) => {
             let at = &sel.referenced;
-            if !file.buffers.is_empty() || file.simulate_memory.is_some() || file.policy.is_some() {
+            if !file.buffers.is_empty()
+                || file.simulate_memory.is_some()
+                || file.policy.is_some()
+                || file.mapped_upload.is_some()
+            {
                 return Err(CaseError::new(
                     path,
                     at.line(),
                     at.column(),
-                    "a selection case has no buffers, simulate_memory or policy",
+                    "a selection case has no buffers, simulate_memory, policy or mapped_upload",
                 ));
             }
             PlanKind::Selection(selection::plan(root, path, &sel.value, at)?)
@@ -355,9 +361,18 @@ fn runtime(
                 .map_err(|e| located(&p.referenced, format!("policy: {e}")))?,
         ),
     };
+    let mapped_upload = match &file.mapped_upload {
+        None => None,
+        Some(m) => Some(
+            m.value
+                .parse::<MappedUpload>()
+                .map_err(|e| located(&m.referenced, format!("mapped_upload: {e}")))?,
+        ),
+    };
     Ok(Ok(RuntimePlan {
         policy,
         simulate_memory,
+        mapped_upload,
         buffers,
         slots: planner.slots.iter().map(|s| s.name.clone()).collect(),
         slot_elems: planner.slots.iter().map(|s| s.elem).collect(),

@@ -13,13 +13,11 @@ fn device(name: &str) -> MemoryTable {
 }
 
 fn pick(policy: Policy, table: &MemoryTable, role: Role) -> u32 {
-    policy.select(table, &policy.request(role), ALL).unwrap()
+    list(policy, table, role)[0]
 }
 
 fn list(policy: Policy, table: &MemoryTable, role: Role) -> Vec<u32> {
-    policy
-        .candidates(table, &policy.request(role), ALL)
-        .unwrap()
+    policy.role_candidates(table, role, ALL).unwrap()
 }
 
 fn raw(s: &str) -> MemoryRequest {
@@ -70,6 +68,7 @@ fn role_requests() {
             "device_to_host/uncached_coherent/transfer_dst",
             "host_to_device/uncached_coherent/transfer_src",
             "device_only/uncached/transfer_src_dst",
+            "device_only/uncached/transfer_src_dst",
         ]
     );
     assert_eq!(
@@ -77,6 +76,7 @@ fn role_requests() {
         [
             "device_to_host/cached_coherent/transfer_dst",
             "host_to_device/uncached_coherent/transfer_src",
+            "device_only/uncached/transfer_src_dst",
             "device_only/uncached/transfer_src_dst",
         ]
     );
@@ -194,27 +194,28 @@ fn halide_worked_example() {
 fn picks_on_the_lab_h200() {
     let t = device("nvidia-h200");
     let picks = |p| Role::ALL.map(|r| pick(p, &t, r));
-    assert_eq!(picks(Policy::HalideLegacy), [4, 2, 1]);
-    assert_eq!(picks(Policy::Halide), [3, 2, 1]);
-    assert_eq!(picks(Policy::Vkcopy), [3, 2, 1]);
+    // readback, upload, device, device_mapped
+    assert_eq!(picks(Policy::HalideLegacy), [4, 2, 1, 1]);
+    assert_eq!(picks(Policy::Halide), [3, 2, 1, 1]);
+    assert_eq!(picks(Policy::Vkcopy), [3, 2, 1, 4]);
 }
 
 #[test]
 fn candidate_lists_on_the_lab_h200() {
     let t = device("nvidia-h200");
     let lists = |p| Role::ALL.map(|r| list(p, &t, r));
-    // readback, upload, device
+    // readback, upload, device, device_mapped
     assert_eq!(
         lists(Policy::HalideLegacy),
-        [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4]]
+        [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4], vec![1, 4]]
     );
     assert_eq!(
         lists(Policy::Halide),
-        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4], vec![1, 4]]
     );
     assert_eq!(
         lists(Policy::Vkcopy),
-        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4], vec![4, 1]]
     );
 }
 
@@ -224,14 +225,18 @@ fn candidate_lists_on_the_rtx4070_without_rebar() {
     let lists = |p| Role::ALL.map(|r| list(p, &t, r));
     assert_eq!(
         lists(Policy::HalideLegacy),
-        [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4]]
+        [vec![4, 2, 3], vec![2, 3, 4], vec![1, 4], vec![1, 4]]
     );
     assert_eq!(
         lists(Policy::Halide),
-        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4]]
+        [vec![3, 2, 4], vec![2, 3, 4], vec![1, 4], vec![1, 4]]
     );
-    // Type 4 is on the 246 MiB BAR heap: never a vkcopy candidate.
-    assert_eq!(lists(Policy::Vkcopy), [vec![3, 2], vec![2, 3], vec![1]]);
+    // Type 4 is on the 246 MiB BAR heap: never a vkcopy candidate, so small
+    // buffers stay out of it too.
+    assert_eq!(
+        lists(Policy::Vkcopy),
+        [vec![3, 2], vec![2, 3], vec![1], vec![1]]
+    );
 }
 
 #[test]
@@ -258,6 +263,31 @@ fn small_bar_types_are_never_vkcopy_candidates() {
             bar_types.contains(&pick(Policy::HalideLegacy, &t, Role::Readback)),
             "{name}"
         );
+    }
+}
+
+#[test]
+fn device_mapped_takes_host_visible_vram_only_off_small_bar_heaps() {
+    // (table, the vkcopy device_mapped list): host-visible device memory first
+    // where a large heap has it (resizable BAR, integrated GPUs), else the
+    // device list unchanged.
+    for (name, want) in [
+        ("nvidia-h200", &[4, 1][..]),
+        ("nvidia-rtx40xx-rebar", &[4, 1]),
+        ("intel-arc-rebar", &[2, 0]),
+        ("nvidia-rtx4070-no-rebar", &[1]),
+        ("amd-radv-small-bar", &[0]),
+        ("intel-igpu-llc", &[1, 2, 0]),
+        ("lavapipe", &[0]),
+    ] {
+        let t = device(name);
+        let got = list(Policy::Vkcopy, &t, Role::DeviceMapped);
+        assert_eq!(got, want, "{name}");
+        let mut device = list(Policy::Vkcopy, &t, Role::Device);
+        device.sort();
+        let mut mapped = got.clone();
+        mapped.sort();
+        assert_eq!(mapped, device, "{name}: the same types, reordered");
     }
 }
 
