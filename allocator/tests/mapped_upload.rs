@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::{assert_clean, context, noncoherent_only};
+use vkcopy::ash::vk::MemoryPropertyFlags;
 use vkcopy::memory::table::MemoryTable;
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedUpload, Policy, Role};
 
@@ -45,6 +46,16 @@ fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy)
     buf.compare(f, 1).unwrap().mismatches
 }
 
+/// Whether the default device has the route (lavapipe and GPUs with resizable
+/// BAR do); a test that needs it skips, with a note, where it does not.
+fn has_route(ctx: &Context) -> bool {
+    let has = ctx.mapped_upload() != MappedUpload::Never;
+    if !has {
+        eprintln!("skipping: no host-visible coherent device memory off a small BAR heap");
+    }
+    has
+}
+
 /// The last placement of `role`: (memory type, size).
 fn placed(ctx: &Context, role: Role) -> Option<(u32, u64)> {
     ctx.stats()
@@ -60,13 +71,23 @@ fn small_uploads_are_written_by_the_cpu() {
     let Some(ctx) = context(options(MappedUpload::Always)) else {
         return;
     };
-    assert_eq!(ctx.mapped_upload(), MappedUpload::Always);
+    if !has_route(&ctx) {
+        return;
+    }
     let mut g = Buffer::new("g", ElemType::I32, &[1000, 3]).unwrap();
     assert_eq!(round_trip(&ctx, &mut g, |c| c[0] - 7 * c[1]), 0);
     assert_eq!(counter(&ctx, "copies_to_device_mapped"), 1);
     assert_eq!(counter(&ctx, "bytes_to_device_mapped"), 12_000);
     assert_eq!(counter(&ctx, "copies_to_device_ring"), 0);
-    assert_eq!(placed(&ctx, Role::DeviceMapped), Some((0, 12_000)));
+    let p = ctx.stats().placements();
+    let p = p.iter().rev().find(|p| p.role == Role::DeviceMapped);
+    let mapped = MemoryPropertyFlags::DEVICE_LOCAL
+        | MemoryPropertyFlags::HOST_VISIBLE
+        | MemoryPropertyFlags::HOST_COHERENT;
+    assert!(
+        p.is_some_and(|p| p.size == 12_000 && p.flags.contains(mapped)),
+        "{p:?}"
+    );
 
     // A crop of the device buffer written from a strided host view: only its
     // box changes, the rest keeps what the first upload wrote.
@@ -120,6 +141,9 @@ fn auto_measures_the_first_upload_of_a_size_class() {
     let Some(ctx) = context(options(MappedUpload::Auto)) else {
         return;
     };
+    if !has_route(&ctx) {
+        return;
+    }
     let mut a = Buffer::new("a", ElemType::U8, &[5000]).unwrap();
     let mut b = Buffer::new("b", ElemType::U8, &[6000]).unwrap();
     assert_eq!(round_trip(&ctx, &mut a, |c| c[0] % 251), 0);
