@@ -327,10 +327,10 @@ impl Context {
         Ok(())
     }
 
-    /// An upload by the GPU to `device` (a buffer, the byte its view starts at, and
-    /// whether the host touches the buffer's memory next)
-    /// from the host memory `mem` (the view's bytes start at `offset`): imported
-    /// where the table says so, else through staging. Returns the route and, when
+    /// An upload by the GPU from the host memory `mem` (the view's bytes start at
+    /// `offset`) to a device buffer at a byte offset, ending with a barrier to the
+    /// host where `access` says the host touches that memory next: imported where
+    /// the table says so, else through staging. Returns the route and, when
     /// profiling, the GPU time in ns.
     fn upload_by_copy(
         &self,
