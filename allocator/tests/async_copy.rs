@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use vkcopy::{Buffer, Context, ContextOptions, CopyPath, Dim, ElemType, HostBytes};
+use vkcopy::{Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, HostBytes};
 
 mod common;
 
@@ -170,15 +170,25 @@ fn bad_requests_fail_at_start() {
 fn a_wait_runs_out_of_time() {
     let Some(ctx) = context(ContextOptions {
         timeout: Duration::from_nanos(1),
-        import_host: false,
+        spin: Duration::ZERO,
+        device_copy: DeviceCopy::Transfer,
         ..Default::default()
     }) else {
         return;
     };
-    // 64 MiB through the staging ring takes far longer than the spin before a wait.
-    let mut b = Buffer::new("big", ElemType::I32, &[16 << 20]).unwrap();
-    b.set_host_dirty(true);
-    let e = ctx.copy_to_device(&mut b).unwrap_err();
+    // One vkCmdCopyBuffer of 256 MiB takes longer than the polling before a
+    // blocking wait, even on an H200 (0.6 ms).
+    let dims = vkcopy::types::dense_dims(&[64 << 20]);
+    let mut a = Buffer::with_dims("a", ElemType::I32, dims.clone(), false).unwrap();
+    let mut b = Buffer::with_dims("b", ElemType::I32, dims, false).unwrap();
+    // Whichever wait comes first runs out (on the H200, device_malloc's own).
+    let mut copy = || {
+        ctx.device_malloc(&mut a)?;
+        ctx.device_malloc(&mut b)?;
+        a.set_device_dirty(true);
+        ctx.buffer_copy(&a, &mut b, true)
+    };
+    let e = copy().unwrap_err();
     assert_eq!(e.name(), "timeout", "{e}");
     assert!(e.to_string().contains("did not finish within"), "{e}");
 }

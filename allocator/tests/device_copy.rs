@@ -6,7 +6,9 @@
 mod common;
 
 use common::{assert_clean, context, validation_installed};
-use vkcopy::{Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, Policy};
+use vkcopy::{
+    Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, MappedUpload, Policy,
+};
 
 fn options(device_copy: DeviceCopy) -> ContextOptions {
     ContextOptions {
@@ -247,6 +249,45 @@ fn auto_measures_once_per_size_class() {
     copy_crop(&ctx, ElemType::U32, &[1000], None, &[1000]);
     assert_eq!(ctx.device_copy_calibrations().len(), 1);
     assert_clean(&ctx);
+}
+
+#[test]
+fn small_copies_by_the_gpu_measure_both_queues_once() {
+    let Some(ctx) = context(options(DeviceCopy::Auto)) else {
+        return;
+    };
+    let on_one_queue = context(ContextOptions {
+        policy: Policy::Halide,
+        ..options(DeviceCopy::Auto)
+    })
+    .unwrap();
+    let n = 3000;
+    let expected = copy_crop(&on_one_queue, ElemType::U8, &[n, 5], None, &[n, 5]);
+    let got = copy_crop(&ctx, ElemType::U8, &[n, 5], None, &[n, 5]);
+    assert_eq!(got, expected);
+    // Halide submits to one queue.
+    assert_eq!(on_one_queue.copy_queue_calibration(), None);
+    let Some(c) = ctx.copy_queue_calibration() else {
+        eprintln!("skipping: the device has one queue");
+        return;
+    };
+    // The first small copy by the GPU: the upload, where the CPU does not write
+    // device memory, else the device-to-device copy.
+    let first = match ctx.mapped_upload() {
+        MappedUpload::Never => CopyPath::HostToDevice,
+        _ => CopyPath::DeviceToDevice,
+    };
+    assert_eq!((c.path, c.bytes), (first, 5 * n as u64));
+    assert!(c.compute_seconds > 0.0 && c.other_seconds > 0.0, "{c:?}");
+    assert_eq!(c.other, c.other_seconds < c.compute_seconds);
+    // A second small copy follows the choice; large ones stay on the compute queue.
+    let again = copy_crop(&ctx, ElemType::U8, &[n, 5], None, &[n, 5]);
+    assert_eq!(again, expected);
+    copy_crop(&ctx, ElemType::U32, &[1 << 19], None, &[1 << 19]);
+    assert_eq!(ctx.copy_queue_calibration(), Some(c));
+    assert_eq!(counter(&ctx, "copies_device_to_device"), 3);
+    assert_clean(&ctx);
+    assert_clean(&on_one_queue);
 }
 
 #[test]

@@ -95,7 +95,8 @@ fn clean_run(options: &ContextOptions) -> Vec<(&'static str, u64)> {
     work(&ctx).expect("a run without faults");
     let report = ctx.close();
     assert!(report.is_empty(), "{report}");
-    assert!(fault::teardown_messages().is_empty());
+    let messages = fault::teardown_messages();
+    assert!(messages.is_empty(), "{messages:#?}");
     fault::calls()
 }
 

@@ -267,3 +267,52 @@ fn a_partial_write_keeps_what_the_device_wrote_beside_it() {
     drop((g, other));
     assert_clean(&ctx);
 }
+
+#[test]
+fn after_a_device_write_uploads_go_by_the_gpu_until_a_readback() {
+    // The device's writes end without a barrier to the host: the CPU must not
+    // write the memory until one has made them available.
+    let Some(ctx) = context(options(MappedUpload::Always)) else {
+        return;
+    };
+    if !has_route(&ctx) {
+        return;
+    }
+    let mut g = Buffer::new("g", ElemType::I32, &[64, 4]).unwrap();
+    let mut other = Buffer::new("other", ElemType::I32, &[64, 4]).unwrap();
+    other.fill(|c| 5 * c[0] - c[1]).unwrap();
+    ctx.copy_to_device(&mut other).unwrap();
+    other.set_host_dirty(false);
+    ctx.buffer_copy(&other, &mut g, true).unwrap();
+    let mapped = counter(&ctx, "copies_to_device_mapped");
+    // Only a box of g's host side is written, and only the box is uploaded.
+    let upload = |g: &mut Buffer, v: i64| {
+        g.set_device_dirty(false);
+        let mut crop = g.cropped("crop", &[8, 1], &[16, 2]).unwrap();
+        crop.fill(|c| v + c[0] + 100 * c[1]).unwrap();
+        ctx.copy_to_device(&mut crop).unwrap();
+    };
+    upload(&mut g, 1000);
+    assert_eq!(counter(&ctx, "copies_to_device_mapped"), mapped);
+    g.fill(|_| 0).unwrap();
+    g.set_host_dirty(false);
+    g.set_device_dirty(true);
+    ctx.copy_to_host(&mut g).unwrap();
+    let want = |v: i64| {
+        move |c: &[i64]| match (8..24).contains(&c[0]) && (1..3).contains(&c[1]) {
+            true => v + c[0] + 100 * c[1],
+            false => 5 * c[0] - c[1],
+        }
+    };
+    assert_eq!(g.compare(want(1000), 1).unwrap().mismatches, 0);
+    // The readback made them available: the CPU writes the next upload.
+    upload(&mut g, 2000);
+    assert_eq!(counter(&ctx, "copies_to_device_mapped"), mapped + 1);
+    g.fill(|_| 0).unwrap();
+    g.set_host_dirty(false);
+    g.set_device_dirty(true);
+    ctx.copy_to_host(&mut g).unwrap();
+    assert_eq!(g.compare(want(2000), 1).unwrap().mismatches, 0);
+    drop((g, other));
+    assert_clean(&ctx);
+}

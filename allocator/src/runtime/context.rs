@@ -13,6 +13,7 @@ use crate::memory::policy::Policy;
 use crate::memory::table::MemoryTable;
 use crate::profile::{CopyStats, Profile, SubmitSteps};
 use crate::runtime::copy_choice::DeviceCopies;
+use crate::runtime::copy_queue::CopyQueue;
 use crate::runtime::emulate::Emulate;
 use crate::runtime::options::{ContextOptions, DeviceCopy, MappedUpload};
 use crate::runtime::ring::Staging;
@@ -50,6 +51,13 @@ pub(crate) struct Inner {
     /// Submitters of blocking work (kernels and blocking copies), one per thread
     /// submitting at once.
     pub(crate) submitters: Submitters,
+    /// Submitters on a queue other than the blocking work's (the transfer
+    /// family's where there is one) for small device-to-device copies; None
+    /// where there is no other queue, or under the Halide policies and emulated
+    /// bugs (Halide submits to one queue).
+    pub(crate) other_submitters: Option<Submitters>,
+    /// Which of the two queues takes small device-to-device copies.
+    pub(crate) copy_queue: CopyQueue,
     pub(crate) profile: Profile,
     /// How device-to-device copies are made, and what was measured to choose.
     pub(crate) device_copies: DeviceCopies,
@@ -117,6 +125,15 @@ impl Context {
             options.alloc_config,
         )?);
         let submitters = Submitters::new(&device, QueueRole::Compute)?;
+        let other_queue = !Arc::ptr_eq(
+            device.queue(QueueRole::Upload),
+            device.queue(QueueRole::Compute),
+        );
+        let other_submitters =
+            match other_queue && options.policy == Policy::Vkcopy && !emulate.any() {
+                true => Some(Submitters::new(&device, QueueRole::Upload)?),
+                false => None,
+            };
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
@@ -148,6 +165,8 @@ impl Context {
                 host_import,
                 staging: Staging::default(),
                 submitters,
+                other_submitters,
+                copy_queue: CopyQueue::default(),
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
                 host_routes,

@@ -9,8 +9,7 @@
 //! `maxStorageBufferRange` are left to `vkCmdCopyBuffer`, which has no alignment
 //! rules and no range limit.
 
-use std::sync::Mutex;
-
+use crate::runtime::calibrations::{Calibrations, Measured};
 use crate::runtime::options::DeviceCopy;
 use crate::runtime::plan::CopyPlan;
 use crate::vk::copy_kernel::{GROUP_SIZE, PARAM_WORDS};
@@ -184,7 +183,7 @@ pub(crate) fn class_min_bytes(bytes: u64) -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct DeviceCopies {
     mode: DeviceCopy,
-    calibrations: Mutex<Vec<CopyCalibration>>,
+    calibrations: Calibrations<CopyCalibration>,
 }
 
 impl DeviceCopies {
@@ -207,32 +206,31 @@ impl DeviceCopies {
             DeviceCopy::Auto if bytes < SHADER_MIN_BYTES => Choice::Transfer,
             DeviceCopy::Auto => {
                 let min = class_min_bytes(bytes);
-                let list = self.calibrations.lock().unwrap_or_else(|p| p.into_inner());
-                match list
-                    .iter()
-                    .find(|c| c.min_bytes == min && c.contiguous == contiguous)
-                {
-                    Some(c) if c.chosen == DeviceCopy::Shader => Choice::Shader,
-                    Some(_) => Choice::Transfer,
-                    None => Choice::Calibrate,
-                }
+                self.calibrations.with(|list| {
+                    match list.iter().find(|c| c.class() == (min, contiguous)) {
+                        Some(c) if c.chosen == DeviceCopy::Shader => Choice::Shader,
+                        Some(_) => Choice::Transfer,
+                        None => Choice::Calibrate,
+                    }
+                })
             }
         }
     }
 
     /// Keeps a measurement; a later one of the same class replaces it.
     pub(crate) fn learn(&self, c: CopyCalibration) {
-        let mut list = self.calibrations.lock().unwrap_or_else(|p| p.into_inner());
-        list.retain(|o| (o.min_bytes, o.contiguous) != (c.min_bytes, c.contiguous));
-        list.push(c);
-        list.sort_by_key(|c| (c.min_bytes, c.contiguous));
+        self.calibrations.learn(c);
     }
 
     pub(crate) fn calibrations(&self) -> Vec<CopyCalibration> {
-        self.calibrations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.calibrations.all()
+    }
+}
+
+impl Measured for CopyCalibration {
+    type Class = (u64, bool);
+    fn class(&self) -> (u64, bool) {
+        (self.min_bytes, self.contiguous)
     }
 }
 

@@ -20,6 +20,7 @@ use crate::runtime::copy_choice::{
     class_min_bytes, kernel_plan, Choice, CopyCalibration, KernelPlan, Limits, CALIBRATION_ROUNDS,
     MAX_GROUPS,
 };
+use crate::runtime::copy_queue::QueueCalibration;
 use crate::runtime::options::DeviceCopy;
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::Via;
@@ -57,6 +58,13 @@ impl Context {
         self.inner.device_copies.calibrations()
     }
 
+    /// What the first small device-to-device copy measured on the compute
+    /// queue and on the other one; None before it, or where there is no other
+    /// queue for it.
+    pub fn copy_queue_calibration(&self) -> Option<QueueCalibration> {
+        self.inner.copy_queue.calibration()
+    }
+
     fn copy_limits(&self) -> Limits {
         let info = self.info();
         Limits {
@@ -82,7 +90,7 @@ impl Context {
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
         let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
-        let access = self.host_access(dst.0);
+        let access = self.device_writes_into(dst.0);
         if choice == Choice::Transfer || !sub.queue().compute {
             return Ok(None);
         }
@@ -131,7 +139,7 @@ impl Context {
         let (device, stats) = (&s.device.raw, &s.device.stats);
         // Held until the fence wait: the kernel is not destroyed under the copy.
         let mut cache = s.pipelines.lock();
-        let kernel = cache.copy_kernel(device, stats)?;
+        let kernel = cache.copy_kernel(&s.device)?;
         let sets = kernel.sets(device, stats, legs)?;
         let start = std::time::Instant::now();
         let gpu = sub.run_with(timed, access, |cmd| {

@@ -14,9 +14,12 @@
 //! takes the route: a flush writes back whole atoms, which could land over the
 //! device's writes to neighbouring bytes. Every earlier blocking use of the
 //! buffer has been waited for (after a timed-out wait, the device is first let
-//! go idle), an async copy holds its buffer until it is done, and every device
-//! write into such memory ends with a barrier that makes it available to the
-//! host (`HostAccess`), so that none lands after the CPU's.
+//! go idle), and an async copy holds its buffer until it is done. No device
+//! write may land after the CPU's: async copies into such memory end with a
+//! barrier that makes their writes available to the host; blocking ones end
+//! without it (it costs microseconds) and mark the memory, which the CPU then
+//! writes only after a readback from it has made them available
+//! (`Context::device_writes_into`).
 
 use std::sync::atomic::{fence, Ordering};
 use std::time::Instant;

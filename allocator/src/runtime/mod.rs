@@ -4,10 +4,12 @@
 //! copy planning, and dispatch of caller SPIR-V.
 
 mod async_copy;
+pub(crate) mod calibrations;
 pub(crate) mod context;
 mod copy;
 pub(crate) mod copy_choice;
 pub(crate) mod copy_new;
+pub(crate) mod copy_queue;
 mod device_copy;
 pub(crate) mod dispatch;
 pub(crate) mod emulate;

@@ -15,6 +15,7 @@ use crate::buffer::{DeviceView, HostView};
 use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
+use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::{Route, Via};
 use crate::runtime::upload_choice::Choice as MappedChoice;
@@ -155,6 +156,7 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
 }
 
 /// The route of one upload or readback, with what it needs.
+#[derive(Clone, Copy)]
 enum Chosen {
     /// The imported buffer over the host memory, and the offset of its first byte.
     Imported(vk::Buffer, u64),
@@ -196,6 +198,51 @@ impl Context {
             lane = (lane + 1) % LANES;
         }
         lanes.finish()
+    }
+
+    /// Runs `copy`, a blocking copy of `bytes` that may be made again with the
+    /// same result, on the queue [`CopyQueue`] chooses: the first small one is
+    /// made on both queues, once untimed and then timed, interleaved, and the
+    /// faster queue is kept for every small copy after it.
+    fn on_copy_queue<T>(
+        &self,
+        sub: &Submitter,
+        path: CopyPath,
+        bytes: u64,
+        mut copy: impl FnMut(&Submitter) -> Result<T>,
+    ) -> Result<T> {
+        let Some(others) = &self.inner.other_submitters else {
+            return copy(sub);
+        };
+        let choice = self.inner.copy_queue.choice(bytes);
+        if choice == QueueChoice::Compute {
+            return copy(sub);
+        }
+        let other = others.take()?;
+        if choice == QueueChoice::Other {
+            return copy(&other);
+        }
+        let mut timed = |s: &Submitter| -> Result<(T, f64)> {
+            let t = std::time::Instant::now();
+            let out = copy(s)?;
+            Ok((out, t.elapsed().as_secs_f64()))
+        };
+        timed(sub)?;
+        let mut last = timed(&other)?.0;
+        let (mut compute, mut on_other) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..QUEUE_ROUNDS {
+            compute = compute.min(timed(sub)?.1);
+            let (out, t) = timed(&other)?;
+            (last, on_other) = (out, on_other.min(t));
+        }
+        self.inner.copy_queue.learn(QueueCalibration {
+            path,
+            bytes,
+            compute_seconds: compute,
+            other_seconds: on_other,
+            other: on_other < compute,
+        });
+        Ok(last)
     }
 
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
@@ -304,8 +351,8 @@ impl Context {
         check_host("source", src.0, mem.len(), plan.src_end())?;
         let host = &mem[src.0.offset..];
         let region = &*dst.0.region;
-        let device = (region.vk_buffer(), dst_off, self.host_access(region));
-        let choice = match self.takes_mapped_uploads(region) {
+        let device = |access| (region.vk_buffer(), dst_off, access);
+        let choice = match self.takes_mapped_uploads(region) && !region.writes_unavailable() {
             true => self.inner.mapped_uploads.choice(plan.bytes()),
             false => MappedChoice::Copy,
         };
@@ -314,9 +361,17 @@ impl Context {
                 self.write_mapped(&plan, host, region, dst_off)?;
                 (Via::Mapped, None)
             }
-            MappedChoice::Copy => self.upload_by_copy(sub, &plan, &mem, src.0.offset, device)?,
+            MappedChoice::Copy => {
+                let access = self.device_writes_into(region);
+                let (h2d, bytes) = (CopyPath::HostToDevice, plan.bytes());
+                self.on_copy_queue(sub, h2d, bytes, |s| {
+                    self.upload_by_copy(s, &plan, &mem, src.0.offset, device(access))
+                })?
+            }
             MappedChoice::Calibrate => {
-                let copy = || self.upload_by_copy(sub, &plan, &mem, src.0.offset, device);
+                // The CPU writes next: the GPU's writes are made available at once.
+                let yes = device(HostAccess::Yes);
+                let copy = || self.upload_by_copy(sub, &plan, &mem, src.0.offset, yes);
                 match self.calibrate_upload(&plan, host, region, dst_off, copy)? {
                     (true, _) => (Via::Mapped, None),
                     (false, copied) => copied,
@@ -359,13 +414,17 @@ impl Context {
         })
     }
 
-    /// Whether the host touches what the device writes into `dst`: the CPU may
-    /// write over it next when it takes mapped uploads.
-    pub(crate) fn host_access(&self, dst: &Region) -> HostAccess {
-        match self.takes_mapped_uploads(dst) {
-            true => HostAccess::Yes,
-            false => HostAccess::No,
+    /// Called before a device write into `dst` is submitted; says how it ends.
+    /// A barrier to the host costs microseconds in every such submission, so
+    /// device writes end without one; memory that takes mapped uploads is marked,
+    /// and the CPU writes it again only after a readback from it, which ends with
+    /// that barrier (uploads in between go by the GPU's copy, ordered after the
+    /// device's writes on the queue).
+    pub(crate) fn device_writes_into(&self, dst: &Region) -> HostAccess {
+        if self.takes_mapped_uploads(dst) {
+            dst.set_writes_unavailable(true);
         }
+        HostAccess::No
     }
 
     /// Upload through a staging buffer made for this copy.
@@ -414,13 +473,36 @@ impl Context {
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         let device = (src.0.region.vk_buffer(), src_off);
-        let (via, gpu) = match self.host_route(&plan, &mem, Role::Readback) {
+        let route = self.host_route(&plan, &mem, Role::Readback);
+        let d2h = CopyPath::DeviceToHost;
+        let (via, gpu) = self.on_copy_queue(sub, d2h, plan.bytes(), |sub| {
+            self.readback_by(sub, &plan, route, device, dst.0, &mut mem)
+        })?;
+        // Every readback ends with a barrier to the host, after every earlier
+        // device write of the context's blocking work (which the host waited for,
+        // and so every later submission on any queue waits for too).
+        src.0.region.set_writes_unavailable(false);
+        self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
+        Ok(())
+    }
+
+    /// A readback by `route` on `sub`'s queue.
+    fn readback_by(
+        &self,
+        sub: &Submitter,
+        plan: &CopyPlan,
+        route: Chosen,
+        device: (vk::Buffer, u64),
+        dst: &HostView,
+        mem: &mut [u8],
+    ) -> Result<(Via, Option<u64>)> {
+        Ok(match route {
             Chosen::Imported(buffer, base) => {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
-                let to = (buffer, base + dst.0.offset as u64);
+                let to = (buffer, base + dst.offset as u64);
                 let gpu =
-                    self.submit_copy(sub, &plan, device, to, Some(HostSide::Dst), HostAccess::Yes);
+                    self.submit_copy(sub, plan, device, to, Some(HostSide::Dst), HostAccess::Yes);
                 if let Err(Error::Timeout { .. }) = gpu {
                     // The GPU may still be writing the memory: the write lock is held
                     // until it is idle, so no reader of the host memory races it.
@@ -429,16 +511,14 @@ impl Context {
                 (Via::Imported, gpu?)
             }
             Chosen::Ring => {
-                let gpu = self.readback_staged(sub, &plan, device, &mut mem[dst.0.offset..])?;
+                let gpu = self.readback_staged(sub, plan, device, &mut mem[dst.offset..])?;
                 (Via::Ring, gpu)
             }
             Chosen::Staged => {
-                let gpu = self.readback_per_copy(sub, &plan, device, &mut mem[dst.0.offset..])?;
+                let gpu = self.readback_per_copy(sub, plan, device, &mut mem[dst.offset..])?;
                 (Via::Staged, gpu)
             }
-        };
-        self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
-        Ok(())
+        })
     }
 
     /// Readback through a staging buffer made for this copy.
@@ -492,7 +572,7 @@ impl Context {
         let device = self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
-        let access = self.host_access(dr);
+        let access = self.device_writes_into(dr);
         if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
@@ -506,7 +586,11 @@ impl Context {
             return Ok(());
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
-            let gpu = self.submit_copy(sub, &plan, (sb, src_off), (db, dst_off), None, access)?;
+            let (src, dst) = ((sb, src_off), (db, dst_off));
+            let d2d = CopyPath::DeviceToDevice;
+            let gpu = self.on_copy_queue(sub, d2d, plan.bytes(), |s| {
+                self.submit_copy(s, &plan, src, dst, None, access)
+            })?;
             self.record(
                 CopyPath::DeviceToDevice,
                 Some(Via::Transfer),

@@ -4,8 +4,7 @@
 //! bytes faster than the GPU's, so a class where the GPU won decides every
 //! larger class too, and one where the CPU won every smaller class.
 
-use std::sync::Mutex;
-
+use crate::runtime::calibrations::{Calibrations, Measured};
 use crate::runtime::copy_choice::class_min_bytes;
 use crate::runtime::options::MappedUpload;
 
@@ -49,7 +48,7 @@ pub struct UploadCalibration {
 #[derive(Debug, Default)]
 pub(crate) struct MappedUploads {
     pub(crate) mode: MappedUpload,
-    calibrations: Mutex<Vec<UploadCalibration>>,
+    calibrations: Calibrations<UploadCalibration>,
 }
 
 impl MappedUploads {
@@ -68,30 +67,32 @@ impl MappedUploads {
             MappedUpload::Auto if bytes >= MAPPED_MAX_BYTES => Choice::Copy,
             MappedUpload::Auto => {
                 let min = class_min_bytes(bytes);
-                let list = self.calibrations.lock().unwrap_or_else(|p| p.into_inner());
-                if list.iter().any(|c| !c.mapped && c.min_bytes <= min) {
-                    Choice::Copy
-                } else if list.iter().any(|c| c.mapped && c.min_bytes >= min) {
-                    Choice::Mapped
-                } else {
-                    Choice::Calibrate
-                }
+                self.calibrations.with(|list| {
+                    if list.iter().any(|c| !c.mapped && c.min_bytes <= min) {
+                        Choice::Copy
+                    } else if list.iter().any(|c| c.mapped && c.min_bytes >= min) {
+                        Choice::Mapped
+                    } else {
+                        Choice::Calibrate
+                    }
+                })
             }
         }
     }
 
     pub(crate) fn learn(&self, c: UploadCalibration) {
-        let mut list = self.calibrations.lock().unwrap_or_else(|p| p.into_inner());
-        list.retain(|o| o.min_bytes != c.min_bytes);
-        list.push(c);
-        list.sort_by_key(|c| c.min_bytes);
+        self.calibrations.learn(c);
     }
 
     pub(crate) fn calibrations(&self) -> Vec<UploadCalibration> {
-        self.calibrations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.calibrations.all()
+    }
+}
+
+impl Measured for UploadCalibration {
+    type Class = u64;
+    fn class(&self) -> u64 {
+        self.min_bytes
     }
 }
 

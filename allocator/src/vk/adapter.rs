@@ -91,7 +91,8 @@ pub struct DeviceInfo {
     pub max_per_stage_descriptor_storage_buffers: u32,
     /// Optional features and extensions that were enabled because the device has
     /// them, by their Vulkan names: `shaderInt64`, `shaderFloat64`,
-    /// `VK_EXT_external_memory_host`, `VK_EXT_memory_budget`.
+    /// `VK_EXT_external_memory_host`, `VK_EXT_memory_budget`,
+    /// `VK_KHR_push_descriptor`.
     pub features: Vec<&'static str>,
 }
 
@@ -125,6 +126,8 @@ pub(crate) struct Adapter {
     /// `minImportedHostPointerAlignment`, when host import is enabled.
     pub(crate) import_alignment: Option<u64>,
     pub(crate) memory_budget: bool,
+    /// `VK_KHR_push_descriptor`: the copy kernel's bindings go in its command buffer.
+    pub(crate) push_descriptor: bool,
     /// Queues of each family in use: (family, queues there, timestamps valid).
     pub(crate) families: Vec<QueueFamily>,
 }
@@ -254,6 +257,10 @@ impl Adapter {
         if memory_budget {
             features.push("VK_EXT_memory_budget");
         }
+        let push_descriptor = has_ext(ash::khr::push_descriptor::NAME);
+        if push_descriptor {
+            features.push("VK_KHR_push_descriptor");
+        }
         let info = DeviceInfo {
             name: c_name(&props.device_name),
             device_type: props.device_type.into(),
@@ -282,6 +289,7 @@ impl Adapter {
             enabled,
             import_alignment,
             memory_budget,
+            push_descriptor,
             families: queue_families,
         })
     }

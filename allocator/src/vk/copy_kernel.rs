@@ -2,14 +2,17 @@
 //! compiled by build.rs): its own layout (`descriptors::Layout`: source and
 //! destination, each bound twice, as 16-byte and as 4-byte words, and the copy's
 //! parameters as push constants), so that one pipeline serves every copy. Kept
-//! in the context's pipeline cache; descriptor sets come from a pool made per
-//! submission, as for caller kernels.
+//! in the context's pipeline cache. Its bindings are pushed into the command
+//! buffer where the device has `VK_KHR_push_descriptor`: a pool, its sets and
+//! their updates cost microseconds per copy, a large share of a small one.
+//! Elsewhere they come from a pool made per submission, as for caller kernels.
 
 use ash::vk;
 
 use crate::error::{Result, VkContext};
 use crate::stats::Stats;
 use crate::vk::descriptors::{DescriptorSets, Layout};
+use crate::vk::device::DeviceShared;
 
 include!(concat!(env!("OUT_DIR"), "/copy_spirv.rs"));
 
@@ -44,18 +47,28 @@ pub(crate) struct CopyKernel {
     layout: Layout,
     module: vk::ShaderModule,
     pipeline: vk::Pipeline,
+    /// Where the bindings are pushed into command buffers.
+    push: Option<ash::khr::push_descriptor::Device>,
 }
 
-/// Descriptor sets of one submission, one per leg.
-pub(crate) type LegSets<'a> = DescriptorSets<'a>;
+/// The bindings of one submission's legs.
+pub(crate) enum LegSets<'a> {
+    /// Pushed as each leg is recorded, through the extension's functions.
+    Pushed(&'a ash::khr::push_descriptor::Device),
+    /// One descriptor set per leg.
+    Sets(DescriptorSets<'a>),
+}
 
 impl CopyKernel {
     /// Creates the layouts, module and pipeline; nothing is left behind on failure.
-    pub(crate) fn new(device: &ash::Device, stats: &Stats) -> Result<Self> {
+    pub(crate) fn new(shared: &DeviceShared) -> Result<Self> {
+        let (device, stats) = (&shared.raw, &shared.stats);
+        let push = shared.push_descriptor.clone();
         let mut k = CopyKernel {
-            layout: Layout::new(device, stats, BINDINGS, PARAM_WORDS)?,
+            layout: Layout::new(device, stats, BINDINGS, PARAM_WORDS, push.is_some())?,
             module: vk::ShaderModule::null(),
             pipeline: vk::Pipeline::null(),
+            push,
         };
         match k.create(device, stats) {
             Ok(()) => Ok(k),
@@ -127,13 +140,17 @@ impl CopyKernel {
         self.module = vk::ShaderModule::null();
     }
 
-    /// One descriptor set per leg, written with the legs' ranges.
+    /// The bindings of `legs`: nothing to make where they are pushed, else one
+    /// descriptor set per leg, written with the legs' ranges.
     pub(crate) fn sets<'a>(
-        &self,
+        &'a self,
         device: &'a ash::Device,
         stats: &'a Stats,
         legs: &[Leg],
     ) -> Result<LegSets<'a>> {
+        if let Some(push) = &self.push {
+            return Ok(LegSets::Pushed(push));
+        }
         let out = DescriptorSets::new(
             device,
             stats,
@@ -141,37 +158,20 @@ impl CopyKernel {
             legs.len(),
             legs.len() as u32 * BINDINGS,
         )?;
-        let infos: Vec<[[vk::DescriptorBufferInfo; 1]; 2]> = legs
+        let infos: Vec<_> = legs.iter().map(buffer_infos).collect();
+        let writes: Vec<_> = out
+            .sets
             .iter()
-            .map(|l| {
-                [l.src, l.dst].map(|b| {
-                    [vk::DescriptorBufferInfo {
-                        buffer: b.buffer,
-                        offset: b.offset,
-                        range: b.range,
-                    }]
-                })
-            })
+            .zip(&infos)
+            .flat_map(|(&set, info)| writes(set, info))
             .collect();
-        let mut writes = Vec::with_capacity(legs.len() * BINDINGS as usize);
-        for (&set, info) in out.sets.iter().zip(&infos) {
-            for b in 0..BINDINGS {
-                writes.push(
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(set)
-                        .dst_binding(b)
-                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                        .buffer_info(&info[(b % 2) as usize]),
-                );
-            }
-        }
         // SAFETY: the sets are new and unused; every buffer is alive (held by the
         // caller's regions) and each range lies inside it (checked by the planner).
         unsafe { device.update_descriptor_sets(&writes, &[]) };
-        Ok(out)
+        Ok(LegSets::Sets(out))
     }
 
-    /// Records leg `i` of `sets`: pipeline, descriptor set, parameters, dispatch.
+    /// Records leg `i` of `sets`: pipeline, bindings, parameters, dispatch.
     pub(crate) fn record(
         &self,
         device: &ash::Device,
@@ -181,28 +181,54 @@ impl CopyKernel {
         leg: &Leg,
     ) {
         let bytes: Vec<u8> = leg.params.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let (bind, layout) = (vk::PipelineBindPoint::COMPUTE, self.layout.pipeline_layout);
         // SAFETY: the command buffer is recording; pipeline, layout and set stay alive
-        // until after the fence wait (the caller holds the cache lock and `sets`).
+        // until after the fence wait (the caller holds the cache lock and `sets`);
+        // pushed bindings name buffers the caller's regions hold, ranges inside them.
         unsafe {
-            device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            device.cmd_bind_descriptor_sets(
-                cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout.pipeline_layout,
-                0,
-                &[sets.sets[i]],
-                &[],
-            );
-            device.cmd_push_constants(
-                cmd,
-                self.layout.pipeline_layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                &bytes,
-            );
+            device.cmd_bind_pipeline(cmd, bind, self.pipeline);
+            match sets {
+                LegSets::Sets(s) => {
+                    device.cmd_bind_descriptor_sets(cmd, bind, layout, 0, &[s.sets[i]], &[])
+                }
+                LegSets::Pushed(push) => {
+                    let info = buffer_infos(leg);
+                    let w = writes(vk::DescriptorSet::null(), &info);
+                    push.cmd_push_descriptor_set(cmd, bind, layout, 0, &w);
+                }
+            }
+            device.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, &bytes);
             device.cmd_dispatch(cmd, leg.groups.max(1), 1, 1);
         }
     }
+}
+
+/// A leg's source and destination ranges.
+fn buffer_infos(leg: &Leg) -> [[vk::DescriptorBufferInfo; 1]; 2] {
+    [leg.src, leg.dst].map(|b| {
+        [vk::DescriptorBufferInfo {
+            buffer: b.buffer,
+            offset: b.offset,
+            range: b.range,
+        }]
+    })
+}
+
+/// The writes of every binding of `set` (null where pushed): source, destination,
+/// source, destination.
+fn writes(
+    set: vk::DescriptorSet,
+    info: &[[vk::DescriptorBufferInfo; 1]; 2],
+) -> Vec<vk::WriteDescriptorSet<'_>> {
+    (0..BINDINGS)
+        .map(|b| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&info[(b % 2) as usize])
+        })
+        .collect()
 }
 
 /// Makes the kernel's writes visible to a later dispatch of it in the same submission.

@@ -20,12 +20,14 @@ pub(crate) struct Layout {
 impl Layout {
     /// `bindings` storage buffers and `push_words` words of push constants, at
     /// most 32 (128 bytes, the least `maxPushConstantsSize` a device may have).
-    /// Nothing is left behind on failure.
+    /// With `pushed`, the bindings are written into command buffers
+    /// (`VK_KHR_push_descriptor`) instead of sets. Nothing is left behind on failure.
     pub(crate) fn new(
         device: &ash::Device,
         stats: &Stats,
         bindings: u32,
         push_words: usize,
+        pushed: bool,
     ) -> Result<Self> {
         debug_assert!(push_words <= 32, "{push_words} push-constant words");
         let binding: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
@@ -37,7 +39,13 @@ impl Layout {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binding);
+        let flags = match pushed {
+            true => vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR,
+            false => vk::DescriptorSetLayoutCreateFlags::empty(),
+        };
+        let info = vk::DescriptorSetLayoutCreateInfo::default()
+            .flags(flags)
+            .bindings(&binding);
         // SAFETY: valid create info referring to a local; destroyed in `destroy`
         // or below on failure.
         let set_layout = unsafe { device.create_descriptor_set_layout(&info, None) }

@@ -43,6 +43,8 @@ pub(crate) struct DeviceShared {
     pub(crate) host_import: Option<(ash::ext::external_memory_host::Device, u64)>,
     /// `VK_EXT_memory_budget` is enabled.
     pub(crate) memory_budget: bool,
+    /// `VK_KHR_push_descriptor`, when enabled.
+    pub(crate) push_descriptor: Option<ash::khr::push_descriptor::Device>,
     /// The longest any wait for the device may take.
     pub(crate) timeout: Duration,
     /// How long a wait polls before it blocks.
@@ -93,6 +95,9 @@ impl DeviceShared {
         if adapter.memory_budget {
             extensions.push(ash::ext::memory_budget::NAME.as_ptr());
         }
+        if adapter.push_descriptor {
+            extensions.push(ash::khr::push_descriptor::NAME.as_ptr());
+        }
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
@@ -110,6 +115,9 @@ impl DeviceShared {
                 a,
             )
         });
+        let push_descriptor = adapter
+            .push_descriptor
+            .then(|| ash::khr::push_descriptor::Device::new(&instance.raw, &raw));
         drop(order);
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         Ok(DeviceShared {
@@ -123,6 +131,7 @@ impl DeviceShared {
             trace: StepTrace::default(),
             host_import,
             memory_budget: adapter.memory_budget,
+            push_descriptor,
             timeout,
             spin,
             lost: AtomicBool::new(false),

@@ -71,14 +71,10 @@ impl CacheInner {
     }
 
     /// The device-to-device copy kernel, created on first use.
-    pub(crate) fn copy_kernel(
-        &mut self,
-        device: &ash::Device,
-        stats: &Stats,
-    ) -> Result<&CopyKernel> {
+    pub(crate) fn copy_kernel(&mut self, device: &DeviceShared) -> Result<&CopyKernel> {
         if self.copy.is_none() {
-            self.copy = Some(CopyKernel::new(device, stats)?);
-            self.publish(stats);
+            self.copy = Some(CopyKernel::new(device)?);
+            self.publish(&device.stats);
         }
         self.copy
             .as_ref()
@@ -93,7 +89,7 @@ impl CacheInner {
         bindings: u32,
     ) -> Result<&Layout> {
         if self.layout.is_none() {
-            self.layout = Some(Layout::new(device, stats, bindings, PUSH_WORDS)?);
+            self.layout = Some(Layout::new(device, stats, bindings, PUSH_WORDS, false)?);
             self.publish(stats);
         }
         self.layout

@@ -30,6 +30,10 @@ pub struct Region {
     /// the view they were made from (Halide's crop-of-crop bug; set by the runtime
     /// when it emulates it).
     pub(crate) offsets_from_owner: bool,
+    /// The device wrote here in a submission that ended without a barrier to
+    /// the host, and none has made those writes available to the host since:
+    /// the CPU must not write this memory (`runtime/mapped_upload.rs`).
+    writes_unavailable: AtomicBool,
 }
 
 impl Region {
@@ -66,6 +70,7 @@ impl Region {
             writes: AtomicU64::new(0),
             staging,
             offsets_from_owner: false,
+            writes_unavailable: AtomicBool::new(false),
         })
     }
 
@@ -79,6 +84,7 @@ impl Region {
             writes: AtomicU64::new(0),
             staging: false,
             offsets_from_owner: false,
+            writes_unavailable: AtomicBool::new(false),
         }
     }
 
@@ -131,6 +137,19 @@ impl Region {
     /// Returns the count before this write.
     pub(crate) fn count_write(&self) -> u64 {
         self.writes.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Whether device writes here may not be available to the host yet.
+    pub(crate) fn writes_unavailable(&self) -> bool {
+        self.writes_unavailable.load(Ordering::Acquire)
+    }
+
+    /// Marks, before its submission, a device write here that ends without a
+    /// barrier to the host; or, once a submission that ended with one is done,
+    /// that every earlier device write here is available to the host.
+    pub(crate) fn set_writes_unavailable(&self, unavailable: bool) {
+        self.writes_unavailable
+            .store(unavailable, Ordering::Release);
     }
 
     /// Gives the memory back to the allocator, once.

@@ -77,7 +77,8 @@ impl Drop for Partial<'_> {
 }
 
 impl Submitter {
-    /// Commands for the queue of `role`; timestamps when its family has them.
+    /// Commands for the queue of `role`; timestamps when its family has them
+    /// and runs compute work.
     pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
         let device = &shared.raw;
         let queue = shared.queue(role).clone();
@@ -106,7 +107,10 @@ impl Submitter {
         // SAFETY: the pool is alive and owned by this device.
         let cmds =
             unsafe { device.allocate_command_buffers(&alloc) }.vk("vkAllocateCommandBuffers")?;
-        let timestamp_period = queue.timestamps.then_some(shared.info.timestamp_period);
+        // vkCmdResetQueryPool needs a graphics or compute queue: a transfer-only
+        // queue's work is timed on the host.
+        let timestamp_period =
+            (queue.timestamps && queue.compute).then_some(shared.info.timestamp_period);
         let queries = match timestamp_period {
             None => None,
             Some(_) => {

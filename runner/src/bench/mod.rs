@@ -225,7 +225,17 @@ fn measured_choices(ctx: &Context) -> Vec<String> {
             c.chosen.name()
         )
     });
-    uploads.chain(copies).collect()
+    let queue = ctx.copy_queue_calibration().map(|c| {
+        format!(
+            "small copies (measured on {} {}): compute queue {}, other queue {}: {}",
+            c.path.name(),
+            sizes::format(c.bytes),
+            us(c.compute_seconds),
+            us(c.other_seconds),
+            if c.other { "other" } else { "compute" }
+        )
+    });
+    uploads.chain(copies).chain(queue).collect()
 }
 
 /// Fails on validation messages; else writes `value` to `--out` (default
