@@ -136,7 +136,7 @@ pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_W
 #[cfg(feature = "emulate")]
 pub use runtime::emulate::Emulate;
 pub use runtime::launch::{Access, Arg};
-pub use runtime::options::{ContextOptions, DeviceCopy, MappedUpload, ENVIRONMENT};
+pub use runtime::options::{ContextOptions, DeviceCopy, MappedUpload, SmallCopyQueue, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
 pub use runtime::raw_copy::RawCopy;
 pub use runtime::upload_choice::UploadCalibration;

@@ -8,6 +8,7 @@ mod common;
 use common::{assert_clean, context, validation_installed};
 use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, MappedUpload, Policy,
+    SmallCopyQueue,
 };
 
 fn options(device_copy: DeviceCopy) -> ContextOptions {
@@ -288,6 +289,51 @@ fn small_copies_by_the_gpu_measure_both_queues_once() {
     assert_eq!(counter(&ctx, "copies_device_to_device"), 3);
     assert_clean(&ctx);
     assert_clean(&on_one_queue);
+}
+
+#[test]
+fn small_copies_on_the_other_queue_stay_in_order_with_large_ones() {
+    // Forced onto the second queue (on a device with one queue, submissions of
+    // their own to it): small uploads, copies and readbacks interleaved with
+    // large ones on the compute queue, each reading what the other wrote.
+    let Some(ctx) = context(ContextOptions {
+        small_copy_queue: SmallCopyQueue::Other,
+        mapped_upload: MappedUpload::Never,
+        ..options(DeviceCopy::Auto)
+    }) else {
+        return;
+    };
+    let n = 1 << 19; // 2 MiB of u32
+    let mut a = Buffer::new("a", ElemType::U32, &[n]).unwrap();
+    a.fill(|c| c[0] % 1009).unwrap();
+    ctx.copy_to_device(&mut a).unwrap();
+    // A small upload into the middle of it, on the other queue.
+    let mut crop = a.cropped("crop", &[1000], &[3000]).unwrap();
+    crop.fill(|c| 7_000_000 + c[0]).unwrap();
+    ctx.copy_to_device(&mut crop).unwrap();
+    drop(crop);
+    // The whole of it to b on the compute queue, then a small copy of b's
+    // start to c on the other one.
+    let mut b = Buffer::new("b", ElemType::U32, &[n]).unwrap();
+    a.set_host_dirty(false);
+    ctx.buffer_copy(&a, &mut b, true).unwrap();
+    let mut c = Buffer::new("c", ElemType::U32, &[5000]).unwrap();
+    let start = b.cropped("start", &[0], &[5000]).unwrap();
+    ctx.buffer_copy(&start, &mut c, true).unwrap();
+    drop(start);
+    let want = |x: i64| match (1000..4000).contains(&x) {
+        true => 7_000_000 + x,
+        false => x % 1009,
+    };
+    // A small readback on the other queue, a large one on the compute queue.
+    ctx.copy_to_host(&mut c).unwrap();
+    assert_eq!(c.compare(|p| want(p[0]), 1).unwrap().mismatches, 0);
+    b.set_device_dirty(true);
+    ctx.copy_to_host(&mut b).unwrap();
+    assert_eq!(b.compare(|p| want(p[0]), 1).unwrap().mismatches, 0);
+    assert_eq!(ctx.copy_queue_calibration(), None);
+    drop((a, b, c));
+    assert_clean(&ctx);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::profile::{CopyStats, Profile, SubmitSteps};
 use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::copy_queue::CopyQueue;
 use crate::runtime::emulate::Emulate;
-use crate::runtime::options::{ContextOptions, DeviceCopy, MappedUpload};
+use crate::runtime::options::{ContextOptions, DeviceCopy, MappedUpload, SmallCopyQueue};
 use crate::runtime::ring::Staging;
 use crate::runtime::route::{self, HostRoutes, RouteCounts};
 use crate::runtime::streams::Streams;
@@ -51,10 +51,9 @@ pub(crate) struct Inner {
     /// Submitters of blocking work (kernels and blocking copies), one per thread
     /// submitting at once.
     pub(crate) submitters: Submitters,
-    /// Submitters on a queue other than the blocking work's (the transfer
-    /// family's where there is one) for small device-to-device copies; None
-    /// where there is no other queue, or under the Halide policies and emulated
-    /// bugs (Halide submits to one queue).
+    /// Submitters for small copies on a second queue (the transfer family's
+    /// where there is one, else the compute queue itself, as submissions of
+    /// their own); None where small copies stay with the blocking work.
     pub(crate) other_submitters: Option<Submitters>,
     /// Which of the two queues takes small device-to-device copies.
     pub(crate) copy_queue: CopyQueue,
@@ -129,11 +128,15 @@ impl Context {
             device.queue(QueueRole::Upload),
             device.queue(QueueRole::Compute),
         );
-        let other_submitters =
-            match other_queue && options.policy == Policy::Vkcopy && !emulate.any() {
-                true => Some(Submitters::new(&device, QueueRole::Upload)?),
-                false => None,
-            };
+        let small_copy_queue = match options.small_copy_queue {
+            _ if options.policy != Policy::Vkcopy || emulate.any() => SmallCopyQueue::Compute,
+            SmallCopyQueue::Auto if !other_queue => SmallCopyQueue::Compute,
+            q => q,
+        };
+        let other_submitters = match small_copy_queue {
+            SmallCopyQueue::Compute => None,
+            _ => Some(Submitters::new(&device, QueueRole::Upload)?),
+        };
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
@@ -166,7 +169,7 @@ impl Context {
                 staging: Staging::default(),
                 submitters,
                 other_submitters,
-                copy_queue: CopyQueue::default(),
+                copy_queue: CopyQueue::new(small_copy_queue),
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
                 host_routes,

@@ -3,11 +3,13 @@
 //! driver's submission and wake-up, which differ between queue families: on
 //! some devices a transfer-only family's queue answers microseconds sooner
 //! than the compute queue, on others later. So the first small copy is made
-//! on both and timed, and the faster queue is kept for every later one.
+//! on both and timed, and the faster queue is kept for every later one, unless
+//! [`SmallCopyQueue`] names the queue.
 
 use std::sync::Mutex;
 
 use crate::runtime::copy_choice::SHADER_MIN_BYTES;
+use crate::runtime::options::SmallCopyQueue;
 use crate::types::CopyPath;
 
 /// Timed copies on each queue in the measurement; the best of each counts.
@@ -38,30 +40,44 @@ pub(crate) enum Choice {
     Calibrate,
 }
 
-/// The context's choice, once measured.
+/// The context's mode, and what `Auto` measured.
 #[derive(Debug, Default)]
-pub(crate) struct CopyQueue(Mutex<Option<QueueCalibration>>);
+pub(crate) struct CopyQueue {
+    mode: SmallCopyQueue,
+    measured: Mutex<Option<QueueCalibration>>,
+}
 
 impl CopyQueue {
-    /// The queue of a copy of `bytes` in one submission; larger copies, whose
-    /// time is the GPU's, stay on the compute queue.
+    pub(crate) fn new(mode: SmallCopyQueue) -> Self {
+        CopyQueue {
+            mode,
+            ..Default::default()
+        }
+    }
+
+    /// The queue of a copy of `bytes`; larger copies, whose time is the GPU's,
+    /// stay on the compute queue.
     pub(crate) fn choice(&self, bytes: u64) -> Choice {
         if bytes >= SHADER_MIN_BYTES {
             return Choice::Compute;
         }
-        match *self.0.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(c) if c.other => Choice::Other,
-            Some(_) => Choice::Compute,
-            None => Choice::Calibrate,
+        match self.mode {
+            SmallCopyQueue::Compute => Choice::Compute,
+            SmallCopyQueue::Other => Choice::Other,
+            SmallCopyQueue::Auto => match self.calibration() {
+                Some(c) if c.other => Choice::Other,
+                Some(_) => Choice::Compute,
+                None => Choice::Calibrate,
+            },
         }
     }
 
     pub(crate) fn learn(&self, c: QueueCalibration) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+        *self.measured.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
     }
 
     pub(crate) fn calibration(&self) -> Option<QueueCalibration> {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+        *self.measured.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -80,8 +96,19 @@ mod tests {
     }
 
     #[test]
+    fn fixed_modes_measure_nothing() {
+        let q = CopyQueue::new(SmallCopyQueue::Other);
+        assert_eq!(q.choice(4096), Choice::Other);
+        assert_eq!(q.choice(SHADER_MIN_BYTES), Choice::Compute);
+        assert_eq!(
+            CopyQueue::new(SmallCopyQueue::Compute).choice(1),
+            Choice::Compute
+        );
+    }
+
+    #[test]
     fn small_copies_are_measured_once_and_large_ones_never() {
-        let q = CopyQueue::default();
+        let q = CopyQueue::new(SmallCopyQueue::Auto);
         assert_eq!(q.choice(4096), Choice::Calibrate);
         assert_eq!(q.choice(SHADER_MIN_BYTES), Choice::Compute);
         q.learn(calibration(true));

@@ -33,6 +33,10 @@ pub struct ContextOptions {
     /// memory that is host-visible, skipping staging and the GPU. Default:
     /// [`MappedUpload::Auto`].
     pub mapped_upload: MappedUpload,
+    /// Which queue takes small copies by the GPU (under 1 MiB): the compute
+    /// queue, a second queue (the transfer family's where there is one), or the
+    /// faster of the two as measured on the first. Default: [`SmallCopyQueue::Auto`].
+    pub small_copy_queue: SmallCopyQueue,
     /// The longest any wait for the device may take before it fails with
     /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
     pub timeout: std::time::Duration,
@@ -145,6 +149,52 @@ impl std::str::FromStr for MappedUpload {
     }
 }
 
+/// Which queue takes small blocking copies by the GPU (under 1 MiB: uploads by
+/// copy, readbacks, device-to-device copies). Only under the vkcopy policy with
+/// no emulated Halide bug (Halide submits to one queue); elsewhere the compute
+/// queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SmallCopyQueue {
+    /// The faster of the two, measured on the first small copy; the compute
+    /// queue where the device has no second one.
+    #[default]
+    Auto,
+    /// The queue of blocking work and kernels.
+    Compute,
+    /// The second queue; on a device with one queue, submissions of their own
+    /// to it, ordered against the others by semaphores.
+    Other,
+}
+
+impl SmallCopyQueue {
+    /// Every value, in declaration order.
+    pub const ALL: [SmallCopyQueue; 3] = [
+        SmallCopyQueue::Auto,
+        SmallCopyQueue::Compute,
+        SmallCopyQueue::Other,
+    ];
+
+    /// The name in options and reports: `auto`, `compute` or `other`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SmallCopyQueue::Auto => "auto",
+            SmallCopyQueue::Compute => "compute",
+            SmallCopyQueue::Other => "other",
+        }
+    }
+}
+
+impl std::str::FromStr for SmallCopyQueue {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        SmallCopyQueue::ALL
+            .into_iter()
+            .find(|q| q.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("'{s}': expected auto, compute or other"))
+    }
+}
+
 /// The environment variables [`ContextOptions::from_env`] reads, with what each means.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("VKCOPY_DEVICE", "device index, or a case-insensitive substring of its name"),
@@ -162,6 +212,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "VKCOPY_MAPPED_UPLOAD",
         "small uploads written by the CPU into host-visible device memory: auto (default, measured), never or always",
+    ),
+    (
+        "VKCOPY_SMALL_COPY_QUEUE",
+        "the queue of small copies by the GPU: auto (default, measured), compute or other",
     ),
     (
         "VKCOPY_TIMEOUT_MS",
@@ -208,6 +262,7 @@ impl Default for ContextOptions {
             alloc_config: AllocConfig::default(),
             device_copy: DeviceCopy::Auto,
             mapped_upload: MappedUpload::Auto,
+            small_copy_queue: SmallCopyQueue::Auto,
             timeout: DEFAULT_TIMEOUT,
             spin: DEFAULT_SPIN,
             #[cfg(feature = "simulate")]
@@ -247,6 +302,7 @@ impl ContextOptions {
     /// - `VKCOPY_IMPORT_HOST`: [`ContextOptions::import_host`] (`0` turns it off);
     /// - `VKCOPY_DEVICE_COPY`: [`ContextOptions::device_copy`];
     /// - `VKCOPY_MAPPED_UPLOAD`: [`ContextOptions::mapped_upload`];
+    /// - `VKCOPY_SMALL_COPY_QUEUE`: [`ContextOptions::small_copy_queue`];
     /// - `VKCOPY_ALLOC_CONFIG`: [`ContextOptions::alloc_config`], as [`AllocConfig::parse`] reads it;
     /// - `VKCOPY_SIMULATE_MEMORY`: a YAML memory table (features `simulate`, `yaml`);
     /// - `VKCOPY_EMULATE`: Halide bugs to bring back (feature `emulate`).
@@ -291,6 +347,13 @@ impl ContextOptions {
         if let Some(v) = var("VKCOPY_MAPPED_UPLOAD") {
             options.mapped_upload = v.parse().map_err(|reason| Error::BadSetting {
                 name: "VKCOPY_MAPPED_UPLOAD",
+                value: v.clone(),
+                reason,
+            })?;
+        }
+        if let Some(v) = var("VKCOPY_SMALL_COPY_QUEUE") {
+            options.small_copy_queue = v.parse().map_err(|reason| Error::BadSetting {
+                name: "VKCOPY_SMALL_COPY_QUEUE",
                 value: v.clone(),
                 reason,
             })?;
