@@ -90,7 +90,7 @@ impl Context {
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
         let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
-        let access = self.device_writes_into(dst.0);
+        let (access, _write) = self.device_writes_into(dst.0);
         if choice == Choice::Transfer || !sub.queue().compute {
             return Ok(None);
         }

@@ -15,11 +15,10 @@
 //! device's writes to neighbouring bytes. Every earlier blocking use of the
 //! buffer has been waited for (after a timed-out wait, the device is first let
 //! go idle), and an async copy holds its buffer until it is done. No device
-//! write may land after the CPU's: async copies into such memory end with a
-//! barrier that makes their writes available to the host; blocking ones end
-//! without it (it costs microseconds) and mark the memory, which the CPU then
-//! writes only after a readback from it has made them available
-//! (`Context::device_writes_into`).
+//! write may land after the CPU's: copies into such memory end without a
+//! barrier to the host (it costs microseconds) and mark the memory, which the
+//! CPU then writes only after a readback from it has made them available
+//! (`Context::device_writes_into`); kernels end with that barrier.
 
 use std::sync::atomic::{fence, Ordering};
 use std::time::Instant;

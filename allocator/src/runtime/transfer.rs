@@ -155,6 +155,18 @@ fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
     Ok(())
 }
 
+/// A device write into a region that takes mapped uploads, marked before its
+/// submission; marked again when dropped, after the write is done.
+pub(crate) struct DeviceWrite<'r>(Option<&'r Region>);
+
+impl Drop for DeviceWrite<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.0 {
+            r.mark_unavailable();
+        }
+    }
+}
+
 /// The route of one upload or readback, with what it needs.
 #[derive(Clone, Copy)]
 enum Chosen {
@@ -204,21 +216,28 @@ impl Context {
     /// same result, on the queue [`CopyQueue`] chooses: the first small one is
     /// made on both queues, once untimed and then timed, interleaved, and the
     /// faster queue is kept for every small copy after it.
+    ///
+    /// Async copies (whose `sub` is their stream's), and copies of a caller's
+    /// `VkBuffer` (which may be exclusive to the compute family), stay on
+    /// `sub`'s queue. After a wait that timed out, the device is let go idle
+    /// first: work the host never saw finish orders nothing on another queue.
     fn on_copy_queue<T>(
         &self,
         sub: &Submitter,
-        path: CopyPath,
-        bytes: u64,
+        (path, bytes, wrapped): (CopyPath, u64, bool),
         mut copy: impl FnMut(&Submitter) -> Result<T>,
     ) -> Result<T> {
         let Some(others) = &self.inner.other_submitters else {
             return copy(sub);
         };
         let choice = self.inner.copy_queue.choice(bytes);
-        if choice == QueueChoice::Compute {
+        if choice == QueueChoice::Compute || !sub.blocking() || wrapped {
             return copy(sub);
         }
-        let other = others.take()?;
+        let Ok(other) = others.take() else {
+            return copy(sub);
+        };
+        self.inner.device.settle();
         if choice == QueueChoice::Other {
             return copy(&other);
         }
@@ -362,9 +381,9 @@ impl Context {
                 (Via::Mapped, None)
             }
             MappedChoice::Copy => {
-                let access = self.device_writes_into(region);
-                let (h2d, bytes) = (CopyPath::HostToDevice, plan.bytes());
-                self.on_copy_queue(sub, h2d, bytes, |s| {
+                let (access, _write) = self.device_writes_into(region);
+                let h2d = (CopyPath::HostToDevice, plan.bytes(), region.is_wrapped());
+                self.on_copy_queue(sub, h2d, |s| {
                     self.upload_by_copy(s, &plan, &mem, src.0.offset, device(access))
                 })?
             }
@@ -414,17 +433,19 @@ impl Context {
         })
     }
 
-    /// Called before a device write into `dst` is submitted; says how it ends.
-    /// A barrier to the host costs microseconds in every such submission, so
-    /// device writes end without one; memory that takes mapped uploads is marked,
-    /// and the CPU writes it again only after a readback from it, which ends with
-    /// that barrier (uploads in between go by the GPU's copy, ordered after the
-    /// device's writes on the queue).
-    pub(crate) fn device_writes_into(&self, dst: &Region) -> HostAccess {
-        if self.takes_mapped_uploads(dst) {
-            dst.set_writes_unavailable(true);
+    /// Called before a device write into `dst` is submitted; says how it ends,
+    /// and is held until the write is done. A barrier to the host costs
+    /// microseconds in every such submission, so device writes end without
+    /// one; memory that takes mapped uploads is marked instead, and the CPU
+    /// writes it again only after a readback from it, which ends with that
+    /// barrier (uploads in between go by the GPU's copy, ordered after the
+    /// device's writes).
+    pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> (HostAccess, DeviceWrite<'r>) {
+        let marked = self.takes_mapped_uploads(dst).then_some(dst);
+        if let Some(r) = marked {
+            r.mark_unavailable();
         }
-        HostAccess::No
+        (HostAccess::No, DeviceWrite(marked))
     }
 
     /// Upload through a staging buffer made for this copy.
@@ -474,14 +495,16 @@ impl Context {
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         let device = (src.0.region.vk_buffer(), src_off);
         let route = self.host_route(&plan, &mem, Role::Readback);
-        let d2h = CopyPath::DeviceToHost;
-        let (via, gpu) = self.on_copy_queue(sub, d2h, plan.bytes(), |sub| {
+        let region = &*src.0.region;
+        let d2h = (CopyPath::DeviceToHost, plan.bytes(), region.is_wrapped());
+        let seen = region.unavailable_marks();
+        let (via, gpu) = self.on_copy_queue(sub, d2h, |sub| {
             self.readback_by(sub, &plan, route, device, dst.0, &mut mem)
         })?;
         // Every readback ends with a barrier to the host, after every earlier
-        // device write of the context's blocking work (which the host waited for,
-        // and so every later submission on any queue waits for too).
-        src.0.region.set_writes_unavailable(false);
+        // device write the host waited for (and so every later submission on
+        // any queue waits for too).
+        region.clear_unavailable(seen);
         self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
         Ok(())
     }
@@ -572,7 +595,7 @@ impl Context {
         let device = self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
-        let access = self.device_writes_into(dr);
+        let (access, _write) = self.device_writes_into(dr);
         if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
@@ -587,8 +610,9 @@ impl Context {
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
             let (src, dst) = ((sb, src_off), (db, dst_off));
-            let d2d = CopyPath::DeviceToDevice;
-            let gpu = self.on_copy_queue(sub, d2d, plan.bytes(), |s| {
+            let wrapped = sr.is_wrapped() || dr.is_wrapped();
+            let d2d = (CopyPath::DeviceToDevice, plan.bytes(), wrapped);
+            let gpu = self.on_copy_queue(sub, d2d, |s| {
                 self.submit_copy(s, &plan, src, dst, None, access)
             })?;
             self.record(

@@ -30,10 +30,10 @@ pub struct Region {
     /// the view they were made from (Halide's crop-of-crop bug; set by the runtime
     /// when it emulates it).
     pub(crate) offsets_from_owner: bool,
-    /// The device wrote here in a submission that ended without a barrier to
-    /// the host, and none has made those writes available to the host since:
-    /// the CPU must not write this memory (`runtime/mapped_upload.rs`).
-    writes_unavailable: AtomicBool,
+    /// Device writes here that ended without a barrier to the host since a
+    /// readback made them available (0: none); the CPU must not write this
+    /// memory while there are any (`runtime/mapped_upload.rs`).
+    writes_unavailable: AtomicU64,
 }
 
 impl Region {
@@ -70,7 +70,7 @@ impl Region {
             writes: AtomicU64::new(0),
             staging,
             offsets_from_owner: false,
-            writes_unavailable: AtomicBool::new(false),
+            writes_unavailable: AtomicU64::new(0),
         })
     }
 
@@ -84,7 +84,7 @@ impl Region {
             writes: AtomicU64::new(0),
             staging: false,
             offsets_from_owner: false,
-            writes_unavailable: AtomicBool::new(false),
+            writes_unavailable: AtomicU64::new(0),
         }
     }
 
@@ -141,15 +141,26 @@ impl Region {
 
     /// Whether device writes here may not be available to the host yet.
     pub(crate) fn writes_unavailable(&self) -> bool {
+        self.unavailable_marks() != 0
+    }
+
+    /// Marks a device write here that ends without a barrier to the host:
+    /// once before its submission and once after it is done, so that a
+    /// readback that began in between does not clear it.
+    pub(crate) fn mark_unavailable(&self) {
+        self.writes_unavailable.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The marks so far; read before a readback is submitted.
+    pub(crate) fn unavailable_marks(&self) -> u64 {
         self.writes_unavailable.load(Ordering::Acquire)
     }
 
-    /// Marks, before its submission, a device write here that ends without a
-    /// barrier to the host; or, once a submission that ended with one is done,
-    /// that every earlier device write here is available to the host.
-    pub(crate) fn set_writes_unavailable(&self, unavailable: bool) {
-        self.writes_unavailable
-            .store(unavailable, Ordering::Release);
+    /// After a readback (which ends with a barrier to the host) is done: clears
+    /// the marks, unless a device write was marked since `seen`.
+    pub(crate) fn clear_unavailable(&self, seen: u64) {
+        let (ok, no) = (Ordering::AcqRel, Ordering::Acquire);
+        let _ = self.writes_unavailable.compare_exchange(seen, 0, ok, no);
     }
 
     /// Gives the memory back to the allocator, once.

@@ -271,10 +271,15 @@ impl Submitter {
         }
     }
 
+    /// Whether it submits blocking work (an async copy's stream submits the rest).
+    pub(crate) fn blocking(&self) -> bool {
+        self.role == QueueRole::Compute
+    }
+
     /// Whether its submissions count as work in flight: blocking work does; an
     /// async copy's stream counts the whole copy instead.
     fn counted(&self) -> bool {
-        self.role == QueueRole::Compute
+        self.blocking()
     }
 
     fn reached(&self, c: &mut Commands, value: u64) -> Result<()> {
