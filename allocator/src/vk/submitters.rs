@@ -9,10 +9,6 @@ use crate::error::Result;
 use crate::vk::device::{DeviceShared, QueueRole};
 use crate::vk::submit::Submitter;
 
-/// Idle submitters kept for the next caller; more are made when more threads
-/// submit at once, and those past this many are destroyed when given back.
-const KEEP: usize = 8;
-
 pub(crate) struct Submitters {
     device: Arc<DeviceShared>,
     role: QueueRole,
@@ -63,12 +59,10 @@ impl Drop for Taken<'_> {
         let Some(sub) = self.sub.take() else {
             return;
         };
+        // Kept, however many threads submitted at once: a destroyed submitter's
+        // semaphore would leave the list other queues' submissions wait for,
+        // and with it the order of its writes before theirs.
         let mut idle = self.pool.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < KEEP {
-            idle.push(sub);
-        } else {
-            drop(idle);
-            drop(sub);
-        }
+        idle.push(sub);
     }
 }
