@@ -13,7 +13,7 @@ use serde_saphyr::Spanned;
 
 use crate::selection::Selection;
 use crate::steps::Step;
-use crate::vocab::{DeviceTypeName, ElemName, MappedUploadName, PolicyName};
+use crate::vocab::{DeviceTypeName, ElemName, MappedUploadName, PolicyName, SmallCopyQueueName};
 
 /// One YAML case file: a runtime case (`buffers` and `steps`) or a selection
 /// case (`selection`).
@@ -54,6 +54,11 @@ pub struct CaseFile {
     #[serde(default)]
     #[schemars(with = "Option<MappedUploadName>")]
     pub mapped_upload: Option<Spanned<String>>,
+    /// Which queue takes small copies by the GPU, whatever the environment
+    /// says (`auto` is the runtime's default).
+    #[serde(default)]
+    #[schemars(with = "Option<SmallCopyQueueName>")]
+    pub small_copy_queue: Option<Spanned<String>>,
     /// Buffers by name; a buffer starts as host memory of zeros, not dirty.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BufferSpec>")]

@@ -39,6 +39,9 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     if let Some(m) = r.mapped_upload {
         options.mapped_upload = m;
     }
+    if let Some(q) = r.small_copy_queue {
+        options.small_copy_queue = q;
+    }
     let ctx = match Context::new(options) {
         Ok(c) => c,
         Err(e) => {

@@ -12,7 +12,7 @@ use crate::names;
 use crate::requires::DeviceReq;
 use crate::rt::{
     counter_names, ElemType, MappedUpload, MemoryCaching, MemoryUsage, MemoryVisibility, Policy,
-    Role,
+    Role, SmallCopyQueue,
 };
 
 /// Errors `expect_error` may name: the runtime's errors that a case can provoke.
@@ -111,6 +111,14 @@ fn policy_description(p: Policy) -> &'static str {
         Policy::HalideLegacy => "Halide before the readback fix: readback prefers DEVICE_LOCAL",
         Policy::Halide => "Halide with the readback fix",
         Policy::Vkcopy => "vkcopy's own rules (the default)",
+    }
+}
+
+fn small_copy_queue_description(q: SmallCopyQueue) -> &'static str {
+    match q {
+        SmallCopyQueue::Auto => "the faster of the compute queue and a second one, measured on the first small copy (the default)",
+        SmallCopyQueue::Compute => "the queue of blocking work and kernels",
+        SmallCopyQueue::Other => "a second queue (the transfer family's where there is one; else submissions of their own to the one queue)",
     }
 }
 
@@ -233,6 +241,13 @@ names_type!(
     "MappedUpload",
     "Whether small uploads are written by the CPU into host-visible device memory.",
     owned(MappedUpload::ALL.map(|m| (m.name(), mapped_upload_description(m).to_owned())))
+);
+
+names_type!(
+    SmallCopyQueueName,
+    "SmallCopyQueue",
+    "Which queue takes small copies by the GPU (under 1 MiB).",
+    owned(SmallCopyQueue::ALL.map(|q| (q.name(), small_copy_queue_description(q).to_owned())))
 );
 
 names_type!(

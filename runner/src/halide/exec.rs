@@ -15,7 +15,7 @@ use super::shim;
 use super::shim::StepKind;
 use crate::outcome::{Outcome, Status};
 use crate::plan::{CasePlan, RuntimePlan};
-use crate::rt::{Buffer, Dim, ElemType, Expr, MappedUpload};
+use crate::rt::{Buffer, Dim, ElemType, Expr, MappedUpload, SmallCopyQueue};
 use crate::steps::{checks, compute, copies, memory, views, Op, OpKind};
 
 /// Why a step failed.
@@ -322,6 +322,9 @@ pub fn needs(plan: &RuntimePlan) -> Option<String> {
     }
     if plan.mapped_upload.is_some_and(|m| m != MappedUpload::Never) {
         return Some("vkcopy's uploads written by the CPU (`mapped_upload:`)".into());
+    }
+    if plan.small_copy_queue == Some(SmallCopyQueue::Other) {
+        return Some("vkcopy's small copies on a second queue (`small_copy_queue:`)".into());
     }
     plan.ops.iter().find_map(op_needs)
 }

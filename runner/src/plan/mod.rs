@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::case::{BufferSpec, CaseFile};
 use crate::error::CaseError;
 use crate::requires::DeviceReq;
-use crate::rt::{dense_dims, Dim, ElemType, MappedUpload, MemoryTable, Policy, MAX_DIMS};
+use crate::rt::{
+    dense_dims, Dim, ElemType, MappedUpload, MemoryTable, Policy, SmallCopyQueue, MAX_DIMS,
+};
 use crate::selection::{self, recorded_table, SelectionPlan};
 use crate::steps::planner::{check_size, Planner, Slot};
 use crate::steps::{self, Op};
@@ -36,6 +38,8 @@ pub struct RuntimePlan {
     pub simulate_memory: Option<MemoryTable>,
     /// How uploads into host-visible device memory go, if the case says.
     pub mapped_upload: Option<MappedUpload>,
+    /// Which queue takes small copies by the GPU, if the case says.
+    pub small_copy_queue: Option<SmallCopyQueue>,
     /// Declared buffers: slots `0..buffers.len()`.
     pub buffers: Vec<BufferDecl>,
     /// The name of every slot: the declared buffers, then the views steps create.
@@ -266,12 +270,13 @@ fn parse_one(
                 || file.simulate_memory.is_some()
                 || file.policy.is_some()
                 || file.mapped_upload.is_some()
+                || file.small_copy_queue.is_some()
             {
                 return Err(CaseError::new(
                     path,
                     at.line(),
                     at.column(),
-                    "a selection case has no buffers, simulate_memory, policy or mapped_upload",
+                    "a selection case has no buffers, simulate_memory, policy, mapped_upload or small_copy_queue",
                 ));
             }
             PlanKind::Selection(selection::plan(root, path, &sel.value, at)?)
@@ -369,10 +374,19 @@ fn runtime(
                 .map_err(|e| located(&m.referenced, format!("mapped_upload: {e}")))?,
         ),
     };
+    let small_copy_queue = match &file.small_copy_queue {
+        None => None,
+        Some(q) => Some(
+            q.value
+                .parse::<SmallCopyQueue>()
+                .map_err(|e| located(&q.referenced, format!("small_copy_queue: {e}")))?,
+        ),
+    };
     Ok(Ok(RuntimePlan {
         policy,
         simulate_memory,
         mapped_upload,
+        small_copy_queue,
         buffers,
         slots: planner.slots.iter().map(|s| s.name.clone()).collect(),
         slot_elems: planner.slots.iter().map(|s| s.elem).collect(),
