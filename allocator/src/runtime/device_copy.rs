@@ -79,7 +79,8 @@ impl Context {
     /// `transfer` records the same copy with `vkCmdCopyBuffer`, for calibration;
     /// it is used only between distinct regions. Returns None when the copy is
     /// left to the caller's `vkCmdCopyBuffer` path, else whether it is done with,
-    /// when profiling, its GPU time in ns.
+    /// when profiling, its GPU time in ns. The caller has marked `dst`'s region
+    /// (`device_writes_into`): the copy ends without a barrier to the host.
     pub(crate) fn device_copy_by_shader(
         &self,
         sub: &Submitter,
@@ -90,7 +91,6 @@ impl Context {
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
         let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
-        let (access, _write) = self.device_writes_into(dst.0);
         if choice == Choice::Transfer || !sub.queue().compute {
             return Ok(None);
         }
@@ -102,9 +102,9 @@ impl Context {
             };
             let legs = [leg(&k, sb, db)];
             if choice == Choice::Calibrate {
-                return self.calibrate(sub, plan, &legs, transfer, access).map(Some);
+                return self.calibrate(sub, plan, &legs, transfer).map(Some);
             }
-            let gpu = self.run_legs(sub, &legs, self.profiling(), access)?;
+            let gpu = self.run_legs(sub, &legs, self.profiling())?;
             return Ok(Some((Via::Shader, gpu)));
         }
         // One region: the boxes may overlap, so the copy cannot be repeated to
@@ -122,19 +122,13 @@ impl Context {
         let temp = self.allocate_region(Role::Device, plan.bytes())?;
         let tb = temp.vk_buffer();
         let legs = [leg(&a, sb, tb), leg(&b, tb, db)];
-        let gpu = self.run_legs(sub, &legs, self.profiling(), access)?;
+        let gpu = self.run_legs(sub, &legs, self.profiling())?;
         Ok(Some((Via::Shader, gpu)))
     }
 
     /// Runs the legs in one submission, a shader-write barrier between them; with
     /// `timed`, returns the GPU time (host time where the queue has no timestamps).
-    fn run_legs(
-        &self,
-        sub: &Submitter,
-        legs: &[Leg],
-        timed: bool,
-        access: HostAccess,
-    ) -> Result<Option<u64>> {
+    fn run_legs(&self, sub: &Submitter, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
         let s = &*self.inner;
         let (device, stats) = (&s.device.raw, &s.device.stats);
         // Held until the fence wait: the kernel is not destroyed under the copy.
@@ -142,7 +136,7 @@ impl Context {
         let kernel = cache.copy_kernel(&s.device)?;
         let sets = kernel.sets(device, stats, legs)?;
         let start = std::time::Instant::now();
-        let gpu = sub.run_with(timed, access, |cmd| {
+        let gpu = sub.run_with(timed, HostAccess::No, |cmd| {
             for (i, l) in legs.iter().enumerate() {
                 if i > 0 {
                     shader_write_barrier(device, cmd);
@@ -170,16 +164,15 @@ impl Context {
         plan: &CopyPlan,
         legs: &[Leg],
         transfer: &dyn Fn(vk::CommandBuffer),
-        access: HostAccess,
     ) -> Result<(Via, Option<u64>)> {
         let (mut t, mut k) = (u64::MAX, u64::MAX);
         let mut gpu_timestamps = true;
         for _ in 0..CALIBRATION_ROUNDS {
             let start = std::time::Instant::now();
-            let gpu = sub.run_with(true, access, transfer)?;
+            let gpu = sub.run_with(true, HostAccess::No, transfer)?;
             gpu_timestamps &= gpu.is_some();
             t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
-            k = k.min(self.run_legs(sub, legs, true, access)?.unwrap_or(u64::MAX));
+            k = k.min(self.run_legs(sub, legs, true)?.unwrap_or(u64::MAX));
         }
         let chosen = if k < t {
             DeviceCopy::Shader

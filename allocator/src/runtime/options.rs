@@ -57,6 +57,40 @@ pub struct ContextOptions {
     pub emulate: crate::runtime::emulate::Emulate,
 }
 
+/// `ALL`, `name()` and `FromStr` of a mode from its values' names. Parsing
+/// ignores case and surrounding spaces: values come from the environment too.
+macro_rules! mode_names {
+    ($ty:ident, [$($variant:ident => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: [$ty; [$($name),+].len()] = [$($ty::$variant),+];
+
+            /// The name in options, cases and reports.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                let want = s.trim().to_ascii_lowercase();
+                $ty::ALL.into_iter().find(|v| v.name() == want).ok_or_else(|| {
+                    let names = $ty::ALL.map(|v| v.name());
+                    match names.split_last() {
+                        Some((last, [])) => format!("'{s}': expected {last}"),
+                        Some((last, rest)) => format!("'{s}': expected {} or {last}", rest.join(", ")),
+                        None => format!("'{s}': no value is named"),
+                    }
+                })
+            }
+        }
+    };
+}
+
 /// How device-to-device copies are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DeviceCopy {
@@ -74,29 +108,7 @@ pub enum DeviceCopy {
     Shader,
 }
 
-impl DeviceCopy {
-    /// The name in options and reports: `auto`, `transfer` or `shader`.
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceCopy::Auto => "auto",
-            DeviceCopy::Transfer => "transfer",
-            DeviceCopy::Shader => "shader",
-        }
-    }
-}
-
-impl std::str::FromStr for DeviceCopy {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(DeviceCopy::Auto),
-            "transfer" => Ok(DeviceCopy::Transfer),
-            "shader" => Ok(DeviceCopy::Shader),
-            _ => Err(format!("'{s}': expected auto, transfer or shader")),
-        }
-    }
-}
+mode_names!(DeviceCopy, [Auto => "auto", Transfer => "transfer", Shader => "shader"]);
 
 /// Whether small uploads are written by the CPU into device memory (as NVIDIA's
 /// GDRCopy does for CUDA). Only under the vkcopy policy with no emulated Halide
@@ -118,36 +130,7 @@ pub enum MappedUpload {
     Always,
 }
 
-impl MappedUpload {
-    /// Every value, in declaration order.
-    pub const ALL: [MappedUpload; 3] = [
-        MappedUpload::Auto,
-        MappedUpload::Never,
-        MappedUpload::Always,
-    ];
-
-    /// The name in options and reports: `auto`, `never` or `always`.
-    pub fn name(self) -> &'static str {
-        match self {
-            MappedUpload::Auto => "auto",
-            MappedUpload::Never => "never",
-            MappedUpload::Always => "always",
-        }
-    }
-}
-
-impl std::str::FromStr for MappedUpload {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(MappedUpload::Auto),
-            "never" => Ok(MappedUpload::Never),
-            "always" => Ok(MappedUpload::Always),
-            _ => Err(format!("'{s}': expected auto, never or always")),
-        }
-    }
-}
+mode_names!(MappedUpload, [Auto => "auto", Never => "never", Always => "always"]);
 
 /// Which queue takes small blocking copies by the GPU (under 1 MiB: uploads by
 /// copy, readbacks, device-to-device copies). Only under the vkcopy policy with
@@ -166,34 +149,7 @@ pub enum SmallCopyQueue {
     Other,
 }
 
-impl SmallCopyQueue {
-    /// Every value, in declaration order.
-    pub const ALL: [SmallCopyQueue; 3] = [
-        SmallCopyQueue::Auto,
-        SmallCopyQueue::Compute,
-        SmallCopyQueue::Other,
-    ];
-
-    /// The name in options and reports: `auto`, `compute` or `other`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SmallCopyQueue::Auto => "auto",
-            SmallCopyQueue::Compute => "compute",
-            SmallCopyQueue::Other => "other",
-        }
-    }
-}
-
-impl std::str::FromStr for SmallCopyQueue {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        SmallCopyQueue::ALL
-            .into_iter()
-            .find(|q| q.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| format!("'{s}': expected auto, compute or other"))
-    }
-}
+mode_names!(SmallCopyQueue, [Auto => "auto", Compute => "compute", Other => "other"]);
 
 /// The environment variables [`ContextOptions::from_env`] reads, with what each means.
 pub const ENVIRONMENT: &[(&str, &str)] = &[

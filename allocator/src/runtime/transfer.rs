@@ -381,10 +381,10 @@ impl Context {
                 (Via::Mapped, None)
             }
             MappedChoice::Copy => {
-                let (access, _write) = self.device_writes_into(region);
+                let _write = self.device_writes_into(region);
                 let h2d = (CopyPath::HostToDevice, plan.bytes(), region.is_wrapped());
                 self.on_copy_queue(sub, h2d, |s| {
-                    self.upload_by_copy(s, &plan, &mem, src.0.offset, device(access))
+                    self.upload_by_copy(s, &plan, &mem, src.0.offset, device(HostAccess::No))
                 })?
             }
             MappedChoice::Calibrate => {
@@ -433,19 +433,18 @@ impl Context {
         })
     }
 
-    /// Called before a device write into `dst` is submitted; says how it ends,
-    /// and is held until the write is done. A barrier to the host costs
-    /// microseconds in every such submission, so device writes end without
-    /// one; memory that takes mapped uploads is marked instead, and the CPU
-    /// writes it again only after a readback from it, which ends with that
-    /// barrier (uploads in between go by the GPU's copy, ordered after the
-    /// device's writes).
-    pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> (HostAccess, DeviceWrite<'r>) {
+    /// Called before a device write into `dst` is submitted, and held until the
+    /// write is done. A barrier to the host costs microseconds in every such
+    /// submission, so device writes end without one (`HostAccess::No`); memory
+    /// that takes mapped uploads is marked instead, and the CPU writes it again
+    /// only after a readback from it, which ends with that barrier (uploads in
+    /// between go by the GPU's copy, ordered after the device's writes).
+    pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> DeviceWrite<'r> {
         let marked = self.takes_mapped_uploads(dst).then_some(dst);
         if let Some(r) = marked {
             r.mark_unavailable();
         }
-        (HostAccess::No, DeviceWrite(marked))
+        DeviceWrite(marked)
     }
 
     /// Upload through a staging buffer made for this copy.
@@ -595,7 +594,9 @@ impl Context {
         let device = self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
-        let (access, _write) = self.device_writes_into(dr);
+        // Held to the end: every route below writes `dr`.
+        let _write = self.device_writes_into(dr);
+        let access = HostAccess::No;
         if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {

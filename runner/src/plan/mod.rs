@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_saphyr::Spanned;
+
 use crate::case::{BufferSpec, CaseFile};
 use crate::error::CaseError;
 use crate::requires::DeviceReq;
@@ -358,35 +360,11 @@ fn runtime(
         errors.dedup_by_key(|e| (e.line, e.column));
         return Ok(Err(errors));
     }
-    let policy = match &file.policy {
-        None => None,
-        Some(p) => Some(
-            p.value
-                .parse::<Policy>()
-                .map_err(|e| located(&p.referenced, format!("policy: {e}")))?,
-        ),
-    };
-    let mapped_upload = match &file.mapped_upload {
-        None => None,
-        Some(m) => Some(
-            m.value
-                .parse::<MappedUpload>()
-                .map_err(|e| located(&m.referenced, format!("mapped_upload: {e}")))?,
-        ),
-    };
-    let small_copy_queue = match &file.small_copy_queue {
-        None => None,
-        Some(q) => Some(
-            q.value
-                .parse::<SmallCopyQueue>()
-                .map_err(|e| located(&q.referenced, format!("small_copy_queue: {e}")))?,
-        ),
-    };
     Ok(Ok(RuntimePlan {
-        policy,
+        policy: named(path, "policy", &file.policy)?,
         simulate_memory,
-        mapped_upload,
-        small_copy_queue,
+        mapped_upload: named(path, "mapped_upload", &file.mapped_upload)?,
+        small_copy_queue: named(path, "small_copy_queue", &file.small_copy_queue)?,
         buffers,
         slots: planner.slots.iter().map(|s| s.name.clone()).collect(),
         slot_elems: planner.slots.iter().map(|s| s.elem).collect(),
@@ -396,6 +374,22 @@ fn runtime(
 }
 
 /// Checks a buffer declaration.
+/// The value of the optional top-level field `field`, one of a set of names.
+fn named<T: std::str::FromStr>(
+    path: &Path,
+    field: &str,
+    value: &Option<Spanned<String>>,
+) -> Result<Option<T>, CaseError>
+where
+    T::Err: std::fmt::Display,
+{
+    let Some(v) = value else { return Ok(None) };
+    v.value.parse::<T>().map(Some).map_err(|e| {
+        let at = &v.referenced;
+        CaseError::new(path, at.line(), at.column(), format!("{field}: {e}"))
+    })
+}
+
 fn buffer(name: &str, s: &BufferSpec) -> Result<BufferDecl, String> {
     let elem: ElemType = s.elem.parse().map_err(|e| format!("field type: {e}"))?;
     let n = s.extent.len();
