@@ -319,7 +319,11 @@ fn small_copies_on_the_other_queue_stay_in_order_with_large_ones() {
     ctx.buffer_copy(&a, &mut b, true).unwrap();
     let mut c = Buffer::new("c", ElemType::U32, &[5000]).unwrap();
     let start = b.cropped("start", &[0], &[5000]).unwrap();
+    // Blocking work wherever it is submitted: counted as work in flight.
+    ctx.device_malloc(&mut c).unwrap();
+    let work = ctx.stats().work_in_flight.created();
     ctx.buffer_copy(&start, &mut c, true).unwrap();
+    assert_eq!(ctx.stats().work_in_flight.created(), work + 1);
     drop(start);
     let want = |x: i64| match (1000..4000).contains(&x) {
         true => 7_000_000 + x,

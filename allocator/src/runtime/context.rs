@@ -55,7 +55,7 @@ pub(crate) struct Inner {
     /// where there is one, else the compute queue itself, as submissions of
     /// their own); None where small copies stay with the blocking work.
     pub(crate) other_submitters: Option<Submitters>,
-    /// Which of the two queues takes small device-to-device copies.
+    /// Which of the two queues takes small copies by the GPU.
     pub(crate) copy_queue: CopyQueue,
     pub(crate) profile: Profile,
     /// How device-to-device copies are made, and what was measured to choose.

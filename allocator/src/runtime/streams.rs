@@ -77,7 +77,7 @@ fn start(
     role: QueueRole,
     name: &str,
 ) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
-    let submitter = Submitter::new(device, role)?;
+    let submitter = Submitter::new(device, role, false)?;
     let (tx, rx) = mpsc::channel::<Job>();
     let thread = std::thread::Builder::new()
         .name(name.to_owned())

@@ -53,6 +53,8 @@ pub(crate) struct Submitter {
     device: Arc<DeviceShared>,
     queue: Arc<Queue>,
     role: QueueRole,
+    /// It submits blocking work (an async copy's stream submits the rest).
+    blocking: bool,
     semaphore: vk::Semaphore,
     inner: Mutex<Commands>,
     timestamp_period: f32,
@@ -77,9 +79,9 @@ impl Drop for Partial<'_> {
 }
 
 impl Submitter {
-    /// Commands for the queue of `role`; timestamps when its family has them
-    /// and runs compute work.
-    pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
+    /// Commands for the queue of `role`, for blocking work or an async copy's
+    /// stream; timestamps when its family has them and runs compute work.
+    pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole, blocking: bool) -> Result<Self> {
         let device = &shared.raw;
         let queue = shared.queue(role).clone();
         let pool_info = vk::CommandPoolCreateInfo::default()
@@ -134,6 +136,7 @@ impl Submitter {
             device: shared.clone(),
             queue,
             role,
+            blocking,
             semaphore,
             inner: Mutex::new(Commands {
                 pool,
@@ -273,7 +276,7 @@ impl Submitter {
 
     /// Whether it submits blocking work (an async copy's stream submits the rest).
     pub(crate) fn blocking(&self) -> bool {
-        self.role == QueueRole::Compute
+        self.blocking
     }
 
     /// Whether its submissions count as work in flight: blocking work does; an

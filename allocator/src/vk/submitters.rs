@@ -25,7 +25,7 @@ impl Submitters {
     /// A pool for `role`, holding one submitter made now (so that a device that
     /// cannot make one fails at once).
     pub(crate) fn new(device: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
-        let first = Submitter::new(device, role)?;
+        let first = Submitter::new(device, role, true)?;
         Ok(Submitters {
             device: device.clone(),
             role,
@@ -38,7 +38,7 @@ impl Submitters {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let sub = match idle {
             Some(s) => s,
-            None => Submitter::new(&self.device, self.role)?,
+            None => Submitter::new(&self.device, self.role, true)?,
         };
         Ok(Taken {
             pool: self,
