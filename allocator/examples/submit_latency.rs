@@ -24,32 +24,68 @@ struct Variant {
     /// The barrier after the work: its writes to the host.
     after: bool,
     fence: bool,
+    /// Recorded once and submitted again each time.
+    again: bool,
+    /// After the work, a barrier and a 4-byte fill of host-coherent memory that
+    /// the host polls, besides the timeline semaphore.
+    flag: bool,
+    /// Timeline semaphores the submission waits for, each at a value already
+    /// reached: the submitter's own previous value first, then others'.
+    waits: usize,
 }
 
-const fn variant(
-    name: &'static str,
-    copy: bool,
-    before: bool,
-    after: bool,
-    fence: bool,
-) -> Variant {
+const fn variant(name: &'static str, copy: bool, before: bool, after: bool) -> Variant {
     Variant {
         name,
         copy,
         before,
         after,
-        fence,
+        fence: false,
+        again: false,
+        flag: false,
+        waits: 0,
     }
 }
 
-const VARIANTS: [Variant; 7] = [
-    variant("empty, timeline", false, false, false, false),
-    variant("empty, fence", false, false, false, true),
-    variant("copy, timeline", true, false, false, false),
-    variant("before+copy, timeline", true, true, false, false),
-    variant("copy+after, timeline", true, false, true, false),
-    variant("before+copy+after, timeline", true, true, true, false),
-    variant("before+copy+after, fence", true, true, true, true),
+const fn fenced(v: Variant) -> Variant {
+    Variant { fence: true, ..v }
+}
+
+const fn again(v: Variant) -> Variant {
+    Variant { again: true, ..v }
+}
+
+const fn waiting(waits: usize, v: Variant) -> Variant {
+    Variant { waits, ..v }
+}
+
+const fn flagged(v: Variant) -> Variant {
+    Variant { flag: true, ..v }
+}
+
+const VARIANTS: [Variant; 14] = [
+    variant("empty, timeline", false, false, false),
+    fenced(variant("empty, fence", false, false, false)),
+    variant("copy, timeline", true, false, false),
+    variant("before+copy, timeline", true, true, false),
+    variant("copy+after, timeline", true, false, true),
+    variant("before+copy+after, timeline", true, true, true),
+    fenced(variant("before+copy+after, fence", true, true, true)),
+    again(variant("copy, recorded once", true, false, false)),
+    again(variant("before+copy, recorded once", true, true, false)),
+    waiting(1, variant("copy, 1 wait", true, false, false)),
+    waiting(4, variant("copy, 4 waits", true, false, false)),
+    again(waiting(
+        1,
+        variant("copy, once, 1 wait", true, false, false),
+    )),
+    flagged(variant("copy, flag polled", true, false, false)),
+    again(flagged(variant(
+        "before+copy, once, flag",
+        true,
+        true,
+        false,
+    ))),
 ];
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -103,7 +139,7 @@ fn main() {
     let device = unsafe { instance.create_device(physical, &info, None) }.expect("vkCreateDevice");
     // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
-    let buffer = |usage| {
+    let buffer = |usage, wanted: vk::MemoryPropertyFlags| {
         let info = vk::BufferCreateInfo::default()
             .size(BYTES)
             .usage(usage)
@@ -112,14 +148,21 @@ fn main() {
         let b = unsafe { device.create_buffer(&info, None) }.expect("vkCreateBuffer");
         // SAFETY: a live buffer.
         let req = unsafe { device.get_buffer_memory_requirements(b) };
+        // System memory for the host's flag where the device has it apart.
+        let fits = |i: u32| {
+            let flags = memory.memory_types[i as usize].property_flags;
+            req.memory_type_bits & (1 << i) != 0 && flags.contains(wanted)
+        };
+        let apart = |i: &u32| {
+            !memory.memory_types[*i as usize]
+                .property_flags
+                .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        };
         let index = (0..memory.memory_type_count)
-            .find(|&i| {
-                req.memory_type_bits & (1 << i) != 0
-                    && memory.memory_types[i as usize]
-                        .property_flags
-                        .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            })
-            .expect("a device-local type");
+            .filter(|&i| fits(i))
+            .find(apart)
+            .or_else(|| (0..memory.memory_type_count).find(|&i| fits(i)))
+            .expect("a memory type");
         let alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(req.size)
             .memory_type_index(index);
@@ -127,10 +170,17 @@ fn main() {
         let m = unsafe { device.allocate_memory(&alloc, None) }.expect("vkAllocateMemory");
         // SAFETY: fresh buffer and memory of a type it allows.
         unsafe { device.bind_buffer_memory(b, m, 0) }.expect("vkBindBufferMemory");
-        b
+        (b, m)
     };
-    let src = buffer(vk::BufferUsageFlags::TRANSFER_SRC);
-    let dst = buffer(vk::BufferUsageFlags::TRANSFER_DST);
+    let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
+    let (src, _) = buffer(vk::BufferUsageFlags::TRANSFER_SRC, local);
+    let (dst, _) = buffer(vk::BufferUsageFlags::TRANSFER_DST, local);
+    let coherent = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    let (flag_buffer, flag_memory) = buffer(vk::BufferUsageFlags::TRANSFER_DST, coherent);
+    // SAFETY: host-visible memory, mapped once for the process.
+    let flag =
+        unsafe { device.map_memory(flag_memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+            .expect("vkMapMemory") as *const u32;
     for &family in &copying {
         // SAFETY: the family was requested with one queue.
         let queue = unsafe { device.get_device_queue(family, 0) };
@@ -153,12 +203,48 @@ fn main() {
         // SAFETY: valid create info.
         let fence =
             unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }.expect("fence");
+        let met = (0..3)
+            .map(|_| {
+                let mut timeline = vk::SemaphoreTypeCreateInfo::default()
+                    .semaphore_type(vk::SemaphoreType::TIMELINE)
+                    .initial_value(1);
+                let info = vk::SemaphoreCreateInfo::default().push_next(&mut timeline);
+                // SAFETY: timeline semaphores are enabled.
+                unsafe { device.create_semaphore(&info, None) }.expect("semaphore")
+            })
+            .collect();
+        let sync = Sync {
+            semaphore,
+            fence,
+            met,
+            flag,
+        };
         let compute = flags.intersects(vk::QueueFlags::COMPUTE | vk::QueueFlags::GRAPHICS);
-        println!("family {family} ({flags:?})");
+        let t = Instant::now();
+        for _ in 0..1000 {
+            // SAFETY: a live timeline semaphore.
+            unsafe { device.get_semaphore_counter_value(semaphore) }.expect("value");
+        }
+        println!(
+            "family {family} ({flags:?}); vkGetSemaphoreCounterValue {:.3} us",
+            t.elapsed().as_secs_f64() * 1e3 / 1000.0
+        );
         let mut value = 0u64;
         for v in VARIANTS {
-            let (mut total, mut submit) = (Vec::new(), Vec::new());
+            let (mut total, mut submit, mut seen) = (Vec::new(), Vec::new(), Vec::new());
+            let mut recording = Vec::new();
             for i in 0..n + 20 {
+                if v.again && i > 0 {
+                    value += 1;
+                    let flagged = submit_and_wait(&device, queue, cmd, &sync, value, v);
+                    if i >= 20 {
+                        total.push(flagged.done);
+                        submit.push(flagged.submit);
+                        seen.extend(flagged.flag);
+                    }
+                    continue;
+                }
+                let begun = Instant::now();
                 // SAFETY: the command buffer's last submission was waited for.
                 unsafe {
                     device
@@ -204,56 +290,39 @@ fn main() {
                     // SAFETY: recording; both buffers hold BYTES.
                     unsafe { device.cmd_copy_buffer(cmd, src, dst, &region) };
                 }
-                if v.after {
+                if v.flag {
+                    let w = vk::AccessFlags::TRANSFER_WRITE;
+                    barrier(w, w, vk::PipelineStageFlags::TRANSFER);
+                    // SAFETY: recording; the flag buffer holds BYTES.
+                    unsafe { device.cmd_fill_buffer(cmd, flag_buffer, 0, 4, (value + 1) as u32) };
+                }
+                if v.after || v.flag {
                     let w = vk::AccessFlags::TRANSFER_WRITE;
                     barrier(w, vk::AccessFlags::HOST_READ, vk::PipelineStageFlags::HOST);
                 }
                 // SAFETY: recording.
                 unsafe { device.end_command_buffer(cmd) }.expect("end");
+                let recorded = begun.elapsed().as_secs_f64() * 1e6;
                 value += 1;
-                let values = [value];
-                let sems = [semaphore];
-                let mut t =
-                    vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
-                let cmds = [cmd];
-                let mut info = vk::SubmitInfo::default().command_buffers(&cmds);
-                if !v.fence {
-                    info = info.signal_semaphores(&sems).push_next(&mut t);
-                }
-                let submitted = Instant::now();
-                let f = if v.fence { fence } else { vk::Fence::null() };
-                // SAFETY: recording is complete; one thread uses the queue.
-                unsafe { device.queue_submit(queue, &[info], f) }.expect("submit");
-                let after_submit = Instant::now();
-                loop {
-                    // SAFETY: live objects of this device.
-                    let done = unsafe {
-                        if v.fence {
-                            device.get_fence_status(fence).expect("fence status")
-                        } else {
-                            device
-                                .get_semaphore_counter_value(semaphore)
-                                .expect("value")
-                                >= value
-                        }
-                    };
-                    if done {
-                        break;
-                    }
-                    std::hint::spin_loop();
-                }
-                let end = Instant::now();
-                if v.fence {
-                    // SAFETY: the fence is signalled and no longer in use.
-                    unsafe { device.reset_fences(&[fence]) }.expect("reset fence");
-                }
+                let timed = submit_and_wait(&device, queue, cmd, &sync, value, v);
                 if i >= 20 {
-                    total.push((end - submitted).as_secs_f64() * 1e6);
-                    submit.push((after_submit - submitted).as_secs_f64() * 1e6);
+                    recording.push(recorded);
+                    total.push(timed.done);
+                    submit.push(timed.submit);
+                    seen.extend(timed.flag);
                 }
             }
+            let flag_seen = match seen.is_empty() {
+                true => String::new(),
+                false => format!("   flag seen {:>6.1}", percentile(&mut seen, 0.5)),
+            };
+            // Recorded once: the first recording is before the timed ones.
+            let recorded = match recording.is_empty() {
+                true => 0.0,
+                false => percentile(&mut recording, 0.5),
+            };
             println!(
-                "  {:<26} submit to done {:>6.1} ({:>5.1})   vkQueueSubmit {:>5.1}",
+                "  {:<28} record {recorded:>4.1}   submit to done {:>6.1} ({:>5.1})   vkQueueSubmit {:>5.1}{flag_seen}",
                 v.name,
                 percentile(&mut total.clone(), 0.5),
                 percentile(&mut total, 0.1),
@@ -264,8 +333,110 @@ fn main() {
         unsafe {
             device.destroy_fence(fence, None);
             device.destroy_semaphore(semaphore, None);
+            for &s in &sync.met {
+                device.destroy_semaphore(s, None);
+            }
             device.destroy_command_pool(pool, None);
         }
     }
     // The buffers and their memory go with the process.
+}
+
+/// Microseconds from `vkQueueSubmit`: until it returned, until the host saw
+/// the semaphore (or fence) done, and until it saw the flag (flag variants).
+struct Timed {
+    submit: f64,
+    done: f64,
+    flag: Option<f64>,
+}
+
+/// What a submission signals and waits for, besides its command buffer.
+struct Sync {
+    semaphore: vk::Semaphore,
+    fence: vk::Fence,
+    /// Timeline semaphores already at 1, for waits that are already met.
+    met: Vec<vk::Semaphore>,
+    /// Host-coherent memory a flag variant's command buffer writes.
+    flag: *const u32,
+}
+
+/// Submits `cmd` once, signalling `value` (or `fence`), and polls until done.
+/// A flag variant's command buffer fills the flag with a value other than 0;
+/// the host clears it before each submission.
+fn submit_and_wait(
+    device: &ash::Device,
+    queue: vk::Queue,
+    cmd: vk::CommandBuffer,
+    sync: &Sync,
+    value: u64,
+    v: Variant,
+) -> Timed {
+    let (semaphore, fence, flag) = (sync.semaphore, sync.fence, sync.flag);
+    let values = [value];
+    let sems = [semaphore];
+    let waits: Vec<_> = std::iter::once((semaphore, value - 1))
+        .chain(sync.met.iter().map(|&s| (s, 1)))
+        .take(v.waits)
+        .collect();
+    let (wait_sems, wait_values): (Vec<_>, Vec<_>) = waits.into_iter().unzip();
+    let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait_sems.len()];
+    let mut t = vk::TimelineSemaphoreSubmitInfo::default()
+        .signal_semaphore_values(&values)
+        .wait_semaphore_values(&wait_values);
+    let cmds = [cmd];
+    let mut info = vk::SubmitInfo::default()
+        .command_buffers(&cmds)
+        .wait_semaphores(&wait_sems)
+        .wait_dst_stage_mask(&stages);
+    if !v.fence {
+        info = info.signal_semaphores(&sems).push_next(&mut t);
+    }
+    let fence = if v.fence { fence } else { vk::Fence::null() };
+    if v.flag {
+        // SAFETY: the flag's memory is mapped and coherent; the last submission
+        // that wrote it was waited for.
+        unsafe { (flag as *mut u32).write_volatile(0) };
+    }
+    let submitted = Instant::now();
+    // SAFETY: recording is complete; one thread uses the queue.
+    unsafe { device.queue_submit(queue, &[info], fence) }.expect("submit");
+    let after_submit = Instant::now();
+    let mut flag_seen = None;
+    loop {
+        if v.flag && flag_seen.is_none() {
+            // SAFETY: as above; the device writes it.
+            if unsafe { flag.read_volatile() } != 0 {
+                flag_seen = Some(Instant::now());
+            } else {
+                std::hint::spin_loop();
+                continue;
+            }
+        }
+        // SAFETY: live objects of this device.
+        let done = unsafe {
+            if v.fence {
+                device.get_fence_status(fence).expect("fence status")
+            } else {
+                device
+                    .get_semaphore_counter_value(semaphore)
+                    .expect("value")
+                    >= value
+            }
+        };
+        if done {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    let end = Instant::now();
+    if v.fence {
+        // SAFETY: the fence is signalled and no longer in use.
+        unsafe { device.reset_fences(&[fence]) }.expect("reset fence");
+    }
+    let us = |t: Instant| (t - submitted).as_secs_f64() * 1e6;
+    Timed {
+        submit: us(after_submit),
+        done: us(end),
+        flag: flag_seen.map(us),
+    }
 }

@@ -123,6 +123,8 @@ pub struct Stats {
     /// and their command buffers.
     kept_submitters: AtomicU64,
     kept_command_buffers: AtomicU64,
+    /// Submissions of a command buffer as it was recorded for an earlier one.
+    submitted_again: AtomicU64,
     device_memory_bytes: AtomicU64,
     device_memory_peak_bytes: AtomicU64,
     placements: Mutex<std::collections::VecDeque<Placement>>,
@@ -191,6 +193,16 @@ impl Stats {
     }
 
     /// A submitter with `command_buffers` was made.
+    pub(crate) fn recording_submitted_again(&self) {
+        self.submitted_again.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Submissions that sent a command buffer as recorded for an earlier one
+    /// (repeated copies of the same buffers and ranges), without recording it.
+    pub fn submitted_again(&self) -> u64 {
+        self.submitted_again.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn submitter_kept(&self, command_buffers: u64) {
         self.kept_submitters.fetch_add(1, Ordering::Relaxed);
         self.kept_command_buffers

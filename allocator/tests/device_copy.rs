@@ -340,6 +340,81 @@ fn small_copies_on_the_other_queue_stay_in_order_with_large_ones() {
     assert_clean(&ctx);
 }
 
+/// Rounds of a pipeline's upload, device copy and readback on `ctx`, from new
+/// buffers; `between` runs after each round. Returns, per round, how many
+/// recordings the device copy submitted again.
+fn pipeline_rounds(ctx: &Context, rounds: i64, between: impl Fn()) -> Vec<u64> {
+    let n = 1 << 16; // 256 KiB of u32
+    let mut a = Buffer::new("a", ElemType::U32, &[n]).unwrap();
+    let mut b = Buffer::new("b", ElemType::U32, &[n]).unwrap();
+    ctx.device_malloc(&mut b).unwrap();
+    let mut again = Vec::new();
+    for round in 0..rounds {
+        a.fill(|c| c[0] * 7 + round).unwrap();
+        ctx.copy_to_device(&mut a).unwrap();
+        let before = ctx.stats().submitted_again();
+        ctx.buffer_copy(&a, &mut b, true).unwrap();
+        again.push(ctx.stats().submitted_again() - before);
+        b.set_device_dirty(true);
+        ctx.copy_to_host(&mut b).unwrap();
+        let wrong = b.compare(|c| c[0] * 7 + round, 1).unwrap().mismatches;
+        assert_eq!(wrong, 0, "round {round}");
+        between();
+    }
+    again
+}
+
+#[test]
+fn repeated_copies_submit_their_recording_again() {
+    // From the second round on, the device copy submits what it recorded in
+    // the first, and moves the new bytes.
+    for device_copy in [DeviceCopy::Shader, DeviceCopy::Transfer] {
+        let Some(ctx) = context(ContextOptions {
+            mapped_upload: MappedUpload::Never,
+            ..options(device_copy)
+        }) else {
+            return;
+        };
+        assert_eq!(
+            pipeline_rounds(&ctx, 3, || ()),
+            [0, 1, 1],
+            "{device_copy:?}"
+        );
+        // Once any buffer is destroyed, nothing kept is submitted again, though
+        // its own buffers live: a new buffer may take a destroyed one's handle.
+        let destroy_one = || {
+            let mut c = Buffer::new("c", ElemType::U32, &[1 << 24]).unwrap();
+            ctx.device_malloc(&mut c).unwrap();
+            drop(c);
+            assert!(ctx.release_unused() > 0);
+        };
+        assert_eq!(
+            pipeline_rounds(&ctx, 3, destroy_one),
+            [0, 0, 0],
+            "{device_copy:?}"
+        );
+        // And after the kernel and every block are destroyed.
+        ctx.device_release();
+        assert_eq!(pipeline_rounds(&ctx, 2, || ()), [0, 1], "{device_copy:?}");
+        assert_clean(&ctx);
+    }
+}
+
+#[test]
+fn profiled_copies_are_recorded_each_time() {
+    // Timed work resets its queries in the command buffer: never kept.
+    let Some(ctx) = context(ContextOptions {
+        mapped_upload: MappedUpload::Never,
+        ..options(DeviceCopy::Transfer)
+    }) else {
+        return;
+    };
+    ctx.set_profiling(true);
+    assert_eq!(pipeline_rounds(&ctx, 3, || ()), [0, 0, 0]);
+    assert_eq!(ctx.stats().submitted_again(), 0);
+    assert_clean(&ctx);
+}
+
 #[test]
 fn halide_policies_copy_with_vk_cmd_copy_buffer() {
     let Some(ctx) = context(ContextOptions {

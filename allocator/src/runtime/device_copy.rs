@@ -135,8 +135,9 @@ impl Context {
         let mut cache = s.pipelines.lock();
         let kernel = cache.copy_kernel(&s.device)?;
         let sets = kernel.sets(device, stats, legs)?;
+        let key = kernel.key(&sets, legs);
         let start = std::time::Instant::now();
-        let gpu = sub.run_with(timed, HostAccess::No, |cmd| {
+        let gpu = sub.run_kept(key, timed, HostAccess::No, |cmd| {
             for (i, l) in legs.iter().enumerate() {
                 if i > 0 {
                     shader_write_barrier(device, cmd);

@@ -166,7 +166,7 @@ impl Context {
         let mut cache = self.inner.pipelines.lock();
         // SAFETY: dispatches hold the cache lock until their fence wait, so no
         // submission that uses these objects is pending.
-        unsafe { cache.clear(&device.raw, &device.stats) };
+        unsafe { cache.clear(device) };
     }
 
     /// Storage buffers a dispatch may bind.

@@ -27,6 +27,11 @@ use crate::vk::submit::{HostAccess, Submitter, LANES};
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
 pub(crate) const MAX_REGIONS_PER_CALL: usize = 1 << 16;
 
+/// Copies of at most this many chunks keep their recording for the next copy
+/// with the same key ([`copy_key`]); longer keys cost more to compare than
+/// they save.
+const KEPT_CHUNKS: u64 = 64;
+
 /// Host memory is read and written fastest in whole blocks of this many bytes:
 /// a copy to or from imported host memory that starts inside a block is cut at
 /// the block's end, so the rest of it moves whole blocks. The device side then
@@ -134,6 +139,39 @@ fn record_chunks(
     flush(&mut regions);
 }
 
+/// The first word of a key of [`record_copy`]'s recordings.
+const KEY_COPY: u64 = 0;
+
+/// What [`record_copy`] records, as a key of the recording
+/// ([`Submitter::run_kept`]); none for copies of many chunks.
+fn copy_key(
+    plan: &CopyPlan,
+    src: (vk::Buffer, u64),
+    dst: (vk::Buffer, u64),
+    host: Option<HostSide>,
+) -> Option<Vec<u64>> {
+    use ash::vk::Handle;
+    if plan.chunks() > KEPT_CHUNKS {
+        return None;
+    }
+    let host = match host {
+        None => 0,
+        Some(HostSide::Src) => 1,
+        Some(HostSide::Dst) => 2,
+    };
+    let mut key = vec![
+        KEY_COPY,
+        src.0.as_raw(),
+        src.1,
+        dst.0.as_raw(),
+        dst.1,
+        plan.chunk,
+        host,
+    ];
+    key.extend(plan.chunk_offsets().flat_map(|(s, d)| [s, d]));
+    Some(key)
+}
+
 /// Checks that a device copy stays inside its region.
 fn check_region(side: &str, end: u64, size: u64) -> Result<()> {
     if end > size {
@@ -193,7 +231,9 @@ impl Context {
         // A chunk is at most two regions (the host-side cut).
         let per_submission = (self.max_pieces() / 2).max(1);
         if plan.chunks() <= per_submission as u64 {
-            return self.submit(sub, reads, |cmd| {
+            let key = copy_key(plan, src, dst, host);
+            let timed = self.inner.profile.enabled();
+            return sub.run_kept(key, timed, reads, |cmd| {
                 record_copy(device, cmd, plan, src, dst, host)
             });
         }

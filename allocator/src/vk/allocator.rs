@@ -688,6 +688,7 @@ impl Allocator {
         }
         let (device, stats) = (&self.device.raw, &self.device.stats);
         for b in buffers {
+            self.device.retire();
             // SAFETY: the region that held the buffer is free or gone; no pending work
             // uses it (every submission is waited for).
             unsafe { device.destroy_buffer(b, None) };
@@ -746,10 +747,12 @@ impl Allocator {
     pub(crate) fn free(&self, a: &Allocation) {
         // Work left pending by a timed-out wait may still use the region.
         self.device.settle();
-        let mut st = self.lock();
         let Some((block, region)) = a.owner else {
+            // The caller may destroy its buffer from now on.
+            self.device.retire();
             return;
         };
+        let mut st = self.lock();
         let pool = &mut st.pools[a.memory_type as usize];
         let dedicated = pool.block(block).is_some_and(|b| b.dedicated);
         // Release refuses a region that is no longer reserved (an emulated Halide
@@ -820,6 +823,7 @@ impl Drop for Allocator {
         for ty in 0..st.pools.len() {
             let (blocks, buffers) = st.pools[ty].drain();
             for b in buffers {
+                self.device.retire();
                 // SAFETY: as above.
                 unsafe { device.destroy_buffer(b, None) };
                 stats.buffer_destroyed();

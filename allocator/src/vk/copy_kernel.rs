@@ -203,6 +203,30 @@ impl CopyKernel {
     }
 }
 
+/// The first word of a key of [`CopyKernel::key`]'s recordings.
+const KEY_KERNEL: u64 = 1;
+
+impl CopyKernel {
+    /// What recording `legs` with `sets` records, as a key of the recording
+    /// (`Submitter::run_kept`): none where the bindings are in descriptor sets,
+    /// which go with their submission.
+    pub(crate) fn key(&self, sets: &LegSets, legs: &[Leg]) -> Option<Vec<u64>> {
+        use ash::vk::Handle;
+        let LegSets::Pushed(_) = sets else {
+            return None;
+        };
+        let mut key = vec![KEY_KERNEL, self.pipeline.as_raw()];
+        for l in legs {
+            for b in [l.src, l.dst] {
+                key.extend([b.buffer.as_raw(), b.offset, b.range]);
+            }
+            key.extend(l.params.iter().map(|&w| w as u64));
+            key.push(l.groups as u64);
+        }
+        Some(key)
+    }
+}
+
 /// A leg's source and destination ranges.
 fn buffer_infos(leg: &Leg) -> [[vk::DescriptorBufferInfo; 1]; 2] {
     [leg.src, leg.dst].map(|b| {

@@ -3,7 +3,7 @@
 //! `Arc<DeviceShared>` keeps the device open; it is destroyed with the last one,
 //! after everything made from it, and the instance after it.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,6 +57,10 @@ pub(crate) struct DeviceShared {
     /// submissions on other queues wait for them, so work of one queue that the
     /// host waited for is visible to work of every other queue.
     reached: Mutex<Vec<(vk::Semaphore, u64)>>,
+    /// Buffers and pipelines destroyed, and native buffers let go: a command
+    /// buffer kept for submitting again (`vk/submit.rs`) is used only while this
+    /// has not moved since its recording, as a new object may take an old handle.
+    retired: AtomicU64,
     /// Dropped after the device.
     pub(crate) instance: Instance,
 }
@@ -137,6 +141,7 @@ impl DeviceShared {
             lost: AtomicBool::new(false),
             unsettled: AtomicBool::new(false),
             reached: Mutex::new(Vec::new()),
+            retired: AtomicU64::new(0),
             instance,
         })
     }
@@ -225,6 +230,16 @@ impl DeviceShared {
             Some(e) => e.1 = e.1.max(value),
             None => r.push((semaphore, value)),
         }
+    }
+
+    /// Notes that a buffer or pipeline that recorded work may name is about to go.
+    pub(crate) fn retire(&self) {
+        self.retired.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many went so far ([`DeviceShared::retire`]).
+    pub(crate) fn retired(&self) -> u64 {
+        self.retired.load(Ordering::Acquire)
     }
 
     /// Forgets a semaphore that is about to be destroyed.

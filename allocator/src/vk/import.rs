@@ -71,6 +71,7 @@ impl HostImport {
 
     fn free(&self, i: Import) {
         self.device.settle();
+        self.device.retire();
         // SAFETY: every submission that used the import was waited for (copies are
         // synchronous); nothing else holds the handles.
         unsafe {

@@ -175,7 +175,9 @@ impl CacheInner {
     ///
     /// # Safety
     /// No submission that uses them may be pending.
-    pub(crate) unsafe fn clear(&mut self, device: &ash::Device, stats: &Stats) {
+    pub(crate) unsafe fn clear(&mut self, shared: &DeviceShared) {
+        let (device, stats) = (&shared.raw, &shared.stats);
+        shared.retire();
         for (_, p) in self.pipelines.drain() {
             // SAFETY: the caller guarantees nothing pending uses them.
             unsafe {
@@ -218,6 +220,6 @@ impl Drop for PipelineCache {
         let device = &self.device;
         // SAFETY: dispatches wait for their fence before releasing the lock; the
         // cache is gone, so no dispatch is running.
-        unsafe { self.lock().clear(&device.raw, &device.stats) };
+        unsafe { self.lock().clear(device) };
     }
 }

@@ -2,6 +2,12 @@
 //! recorded and reused for every submission under one lock. Creating them per
 //! copy (as Halide does) costs more than a small copy itself. A plain submission
 //! uses lane 0 and waits for it; a pipelined copy keeps several lanes in flight.
+//!
+//! Work that names its recording with a key (a copy's buffers, offsets and
+//! regions) is submitted again as recorded when the lane's last recording had
+//! the same key: recording costs a small copy microseconds. A kept recording
+//! serves only while no buffer or pipeline was destroyed since
+//! ([`DeviceShared::retire`]): a new object may take a destroyed one's handle.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -16,6 +22,13 @@ use crate::vk::device::{DeviceShared, Queue, QueueRole};
 /// timeline semaphore with the next value, and a lane is reused once its value
 /// is reached.
 pub(crate) const LANES: usize = 3;
+
+/// Command buffers after the lanes that hold kept recordings, the one used
+/// longest ago recorded over first: a pipeline's upload, copy and readback.
+const KEPT: usize = 4;
+
+/// Command buffers of a submitter.
+const COMMAND_BUFFERS: usize = LANES + KEPT;
 
 /// Whether the host touches what a submission writes, once it is done: reads it
 /// (a readback), or writes over it with the CPU (device memory that takes
@@ -36,6 +49,18 @@ struct Lane {
     cmd: vk::CommandBuffer,
     /// The timeline value its last submission signals; 0 when never submitted.
     value: u64,
+    /// What the command buffer holds, when it may be submitted again as it is.
+    kept: Option<Kept>,
+}
+
+/// A recording kept for submitting again: its key, whether it ends with the
+/// barrier to the host, and the device's [`DeviceShared::retired`] count when
+/// it was made.
+#[derive(Debug, PartialEq, Eq)]
+struct Kept {
+    key: Vec<u64>,
+    host_reads: bool,
+    retired: u64,
 }
 
 struct Commands {
@@ -105,7 +130,7 @@ impl Submitter {
         let alloc = vk::CommandBufferAllocateInfo::default()
             .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(LANES as u32);
+            .command_buffer_count(COMMAND_BUFFERS as u32);
         // SAFETY: the pool is alive and owned by this device.
         let cmds =
             unsafe { device.allocate_command_buffers(&alloc) }.vk("vkAllocateCommandBuffers")?;
@@ -127,11 +152,11 @@ impl Submitter {
         std::mem::forget(partial);
         let stats = &shared.stats;
         stats.command_pool_created();
-        for _ in 0..LANES {
+        for _ in 0..COMMAND_BUFFERS {
             stats.command_buffer_created();
         }
         stats.fence_created();
-        stats.submitter_kept(LANES as u64);
+        stats.submitter_kept(COMMAND_BUFFERS as u64);
         Ok(Submitter {
             device: shared.clone(),
             queue,
@@ -140,7 +165,14 @@ impl Submitter {
             semaphore,
             inner: Mutex::new(Commands {
                 pool,
-                lanes: cmds.into_iter().map(|cmd| Lane { cmd, value: 0 }).collect(),
+                lanes: cmds
+                    .into_iter()
+                    .map(|cmd| Lane {
+                        cmd,
+                        value: 0,
+                        kept: None,
+                    })
+                    .collect(),
                 queries,
                 submitted: 0,
                 reached: 0,
@@ -180,10 +212,26 @@ impl Submitter {
         host: HostAccess,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<Option<u64>> {
-        match host {
-            HostAccess::Yes => self.run_timed(timed, record),
-            HostAccess::No => self.run_on_device(timed, record),
-        }
+        self.run_kept(None, timed, host, record)
+    }
+
+    /// As [`Submitter::run_with`], for work that `key` names: every input of
+    /// `record` that its commands depend on. When one of the kept command buffers
+    /// holds a recording of the same key and nothing was destroyed since, it is
+    /// submitted again as it is. Timed work is recorded each time, on lane 0
+    /// (its queries are reset in it).
+    pub(crate) fn run_kept(
+        &self,
+        key: Option<Vec<u64>>,
+        timed: bool,
+        host: HostAccess,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<Option<u64>> {
+        let mut lanes = self.lanes(timed);
+        lanes.host_access(host);
+        let i = lanes.kept_lane(key.as_deref());
+        lanes.submit_kept(i, true, key, record)?;
+        lanes.finish()
     }
 
     /// As [`Submitter::run_timed`], for work whose writes the host does not read
@@ -348,13 +396,83 @@ impl Lanes<'_> {
         last: bool,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
+        self.submit_kept(i, last, None, record)
+    }
+
+    /// The command buffer for work that `key` names: the kept one that holds its
+    /// recording, else the kept one used longest ago; lane 0 for work without a
+    /// key, or timed.
+    fn kept_lane(&self, key: Option<&[u64]>) -> usize {
+        let (Some(key), None) = (key, self.queries) else {
+            return 0;
+        };
+        let retired = self.submitter.device.retired();
+        let lanes = &self.c.lanes;
+        let holds = |i: &usize| {
+            lanes[*i].kept.as_ref().is_some_and(|k| {
+                k.key == key && k.host_reads == self.host_reads && k.retired == retired
+            })
+        };
+        let kept = LANES..lanes.len();
+        kept.clone()
+            .find(holds)
+            .or_else(|| kept.min_by_key(|&i| lanes[i].value))
+            .unwrap_or(0)
+    }
+
+    /// [`Lanes::submit`] for work that `key` names ([`Submitter::run_kept`]).
+    pub(crate) fn submit_kept(
+        &mut self,
+        i: usize,
+        last: bool,
+        key: Option<Vec<u64>>,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<()> {
         self.wait(i)?;
         let shared = &self.submitter.device;
         shared.usable("a submission")?;
+        // Read before recording: a retirement during it only makes the count stale.
+        let kept = key.filter(|_| self.queries.is_none()).map(|key| Kept {
+            key,
+            host_reads: self.host_reads,
+            retired: shared.retired(),
+        });
+        let lane = &mut self.c.lanes[i];
+        if kept.is_none() || lane.kept != kept {
+            lane.kept = None;
+            self.record(i, last, kept.is_none(), record)?;
+            self.c.lanes[i].kept = kept;
+        } else {
+            shared.stats.recording_submitted_again();
+            if let Some(s) = &mut self.steps {
+                s.done.record_ns += s.lap();
+            }
+        }
+        let submitted = self.queue_submit(i);
+        if submitted.is_err() {
+            self.c.lanes[i].kept = None;
+        }
+        submitted
+    }
+
+    /// Records lane `i`'s command buffer: the barrier before, `record`, the
+    /// barrier to the host where it reads the writes. `once`: it is submitted
+    /// only once.
+    fn record(
+        &mut self,
+        i: usize,
+        last: bool,
+        once: bool,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<()> {
+        let shared = &self.submitter.device;
         let device = &shared.raw;
         let cmd = self.c.lanes[i].cmd;
-        let begin = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let flags = match once {
+            true => vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT,
+            false => vk::CommandBufferUsageFlags::empty(),
+        };
+        let begin = vk::CommandBufferBeginInfo::default().flags(flags);
         // SAFETY: the lane's command buffer is not pending: it was waited for above.
         unsafe {
             device
@@ -435,6 +553,14 @@ impl Lanes<'_> {
         if let Some(s) = &mut self.steps {
             s.done.record_ns += s.lap();
         }
+        Ok(())
+    }
+
+    /// Submits lane `i`'s recorded command buffer, signalling the next value.
+    fn queue_submit(&mut self, i: usize) -> Result<()> {
+        let shared = &self.submitter.device;
+        let device = &shared.raw;
+        let cmd = self.c.lanes[i].cmd;
         // Work of other queues that the host saw finish is visible to this one.
         let semaphore = self.submitter.semaphore;
         let (wait_sems, wait_values): (Vec<_>, Vec<_>) =
@@ -554,10 +680,10 @@ impl Drop for Submitter {
         }
         let stats = &self.device.stats;
         stats.command_pool_destroyed();
-        for _ in 0..LANES {
+        for _ in 0..COMMAND_BUFFERS {
             stats.command_buffer_destroyed();
         }
         stats.fence_destroyed();
-        stats.submitter_released(LANES as u64);
+        stats.submitter_released(COMMAND_BUFFERS as u64);
     }
 }
