@@ -111,9 +111,11 @@ pub struct Stats {
     /// Descriptor sets, freed with their pool.
     pub descriptor_sets: Counter,
     /// Work in flight: blocking work of each thread while the device has its
-    /// submissions (until the host sees them finish), and each async copy from its
-    /// start to its end, host-side staging included. Not an object: never a leak.
-    /// Its peak is how much work ran at once.
+    /// submissions (until the host sees them finish), and each async stream from
+    /// the start of a copy that is ready to run on it (nothing left to wait for)
+    /// until it has run its ready copies, host-side staging included; copies of
+    /// one stream count once. Not an object: never a leak. Its peak is how much
+    /// work was in flight at once.
     pub work_in_flight: Counter,
     /// Kernel objects the context keeps in its pipeline cache (not leaks): shader
     /// modules and pipelines (one each per cached kernel), and layouts.

@@ -239,3 +239,55 @@ fn leaving_out_the_wait_is_caught() {
     assert_eq!(ordered, 0);
     assert_eq!(run(false), Some(4096));
 }
+
+/// Work in flight counts each stream once while a copy on it is ready to run
+/// (nothing left to wait for) or running, from when it is started, however
+/// the streams' threads are scheduled. The upload stream's thread is held by
+/// a copy that waits for a gate, so what is counted does not depend on timing.
+#[test]
+fn streams_count_once_each_while_a_copy_is_ready() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let work = &ctx.stats().work_in_flight;
+    let n = 1i64 << 14;
+    let host = Buffer::new("host", ElemType::I32, &[n]).unwrap();
+    let mut dev = Buffer::new("dev", ElemType::I32, &[n]).unwrap();
+    let mut ups: Vec<Buffer> = (0..2)
+        .map(|i| {
+            let mut b = Buffer::new("up", ElemType::I32, &[n]).unwrap();
+            b.fill(|c| value(c) + i).unwrap();
+            b
+        })
+        .collect();
+    let mut down = on_device(&ctx, "down", &[n]);
+    // Allocated first: new device memory is zeroed by blocking work.
+    ctx.device_malloc(&mut dev).unwrap();
+    for b in &mut ups {
+        ctx.device_malloc(b).unwrap();
+    }
+    let peak = work.peak();
+    let gate = vkcopy::HostEvent::new(Duration::from_secs(60));
+    let held = ctx
+        .start_buffer_copy_after(&[gate.event()], &host, &mut dev, true)
+        .unwrap();
+    // Waiting for the gate, the held copy is not in flight.
+    assert_eq!(work.live(), 0);
+    // Two uploads queued behind it on its stream: one stream in flight.
+    let [a, b] = &mut ups[..] else { unreachable!() };
+    let up_a = ctx.start_copy_to_device(a).unwrap();
+    let up_b = ctx.start_copy_to_device(b).unwrap();
+    assert_eq!((work.live(), work.peak()), (1, peak.max(1)));
+    // A readback on its own stream meanwhile: two.
+    let r = ctx.start_copy_to_host(&mut down).unwrap();
+    assert_eq!(work.peak(), 2);
+    assert_eq!(r.wait().unwrap(), CopyPath::DeviceToHost);
+    gate.signal();
+    held.wait().unwrap();
+    up_a.wait().unwrap();
+    up_b.wait().unwrap();
+    assert_eq!((work.live(), work.peak()), (0, 2));
+    assert_eq!(down.compare(value, 3).unwrap().mismatches, 0);
+    drop((host, dev, ups, down));
+    assert_clean(&ctx);
+}

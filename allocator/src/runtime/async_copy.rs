@@ -38,20 +38,24 @@ impl Context {
             timeout: device.timeout,
         };
         let ctx = self.clone();
+        // A copy that waits for none is ready to run, and in flight, from now.
+        let ready = after.is_empty();
         self.inner.streams.send(
             device,
             role,
-            Box::new(move |sub| {
+            ready,
+            Box::new(move |sub, busy| {
                 let mut from = Instant::now();
-                let stats = &ctx.inner.device.stats;
                 let result = after
                     .iter()
                     .try_for_each(Event::wait_dependency)
                     .and_then(|()| {
                         from = Instant::now();
-                        stats.work_started();
+                        if !ready {
+                            busy.ready();
+                        }
                         let ran = job.run(&ctx, sub);
-                        stats.work_ended();
+                        busy.done();
                         ran
                     });
                 // Whatever the copy holds is released before the waiter wakes, so that

@@ -50,10 +50,12 @@ pub enum Step {
     #[schemars(with = "Counters")]
     ExpectCounters(BTreeMap<String, u64>),
     /// At least this much work was in flight at once since the case began: each
-    /// thread's blocking work while the device has it, each async copy from its
-    /// start to its end (staging included), and a step of the case (a copy,
-    /// kernel, host stage or check) that ran while an async copy ran (seen when
-    /// the copy is waited for). 2 or more shows work that ran concurrently.
+    /// thread's blocking work while the device has it, each async stream from
+    /// the start of a copy that is ready to run on it until its ready copies have
+    /// run (staging included; copies of one stream count once), and a step of
+    /// the case (a copy, kernel, host stage or check) that ran while an async
+    /// copy ran (seen when the copy is waited for). 2 or more shows work that
+    /// was in flight concurrently.
     ExpectConcurrent(u32),
     /// The latest allocation of a role landed in that memory type, with those
     /// flags, after that many candidate types had no room.
