@@ -56,13 +56,21 @@ pub(crate) struct DeviceShared {
     /// Timeline values the host has seen reached, per submitter semaphore: later
     /// submissions on other queues wait for them, so work of one queue that the
     /// host waited for is visible to work of every other queue.
-    reached: Mutex<Vec<(vk::Semaphore, u64)>>,
+    reached: Mutex<Reached>,
     /// Buffers and pipelines destroyed, and native buffers let go: a command
     /// buffer kept for submitting again (`vk/submit.rs`) is used only while this
     /// has not moved since its recording, as a new object may take an old handle.
     retired: AtomicU64,
     /// Dropped after the device.
     pub(crate) instance: Instance,
+}
+
+/// Timeline values the host saw reached, per semaphore.
+#[derive(Default)]
+struct Reached {
+    values: Vec<(vk::Semaphore, u64)>,
+    /// Semaphores forgotten so far.
+    forgotten: u64,
 }
 
 impl std::fmt::Debug for DeviceShared {
@@ -140,7 +148,7 @@ impl DeviceShared {
             spin,
             lost: AtomicBool::new(false),
             unsettled: AtomicBool::new(false),
-            reached: Mutex::new(Vec::new()),
+            reached: Mutex::default(),
             retired: AtomicU64::new(0),
             instance,
         })
@@ -226,9 +234,9 @@ impl DeviceShared {
     /// Notes that the host saw `semaphore` reach `value`.
     pub(crate) fn reached(&self, semaphore: vk::Semaphore, value: u64) {
         let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
-        match r.iter_mut().find(|(s, _)| *s == semaphore) {
+        match r.values.iter_mut().find(|(s, _)| *s == semaphore) {
             Some(e) => e.1 = e.1.max(value),
-            None => r.push((semaphore, value)),
+            None => r.values.push((semaphore, value)),
         }
     }
 
@@ -245,14 +253,17 @@ impl DeviceShared {
     /// Forgets a semaphore that is about to be destroyed.
     pub(crate) fn forget(&self, semaphore: vk::Semaphore) {
         let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
-        r.retain(|(s, _)| *s != semaphore);
+        r.values.retain(|(s, _)| *s != semaphore);
+        r.forgotten += 1;
     }
 
     /// The values a submission with its own `semaphore` waits for: what the host
-    /// saw other semaphores reach.
-    pub(crate) fn waits_for(&self, semaphore: vk::Semaphore) -> Vec<(vk::Semaphore, u64)> {
+    /// saw other semaphores reach. With them, how many semaphores were forgotten
+    /// so far: a later semaphore may take a forgotten one's handle.
+    pub(crate) fn waits_for(&self, semaphore: vk::Semaphore) -> (Vec<(vk::Semaphore, u64)>, u64) {
         let r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
-        r.iter().filter(|(s, _)| *s != semaphore).copied().collect()
+        let values = r.values.iter().filter(|(s, _)| *s != semaphore).copied();
+        (values.collect(), r.forgotten)
     }
 
     /// A buffer create info shared concurrently by the queue families in use.

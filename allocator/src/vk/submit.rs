@@ -72,6 +72,47 @@ struct Commands {
     submitted: u64,
     /// The last value the host saw reached.
     reached: u64,
+    /// What earlier submissions waited for ([`Waited`]).
+    waited: Waited,
+}
+
+/// The other semaphores' values that earlier submissions waited for: a wait
+/// orders every later submission of the queue as well, and each costs the
+/// device microseconds, so a value is waited for once. Cleared when a
+/// semaphore is forgotten, as a new one may take its handle.
+#[derive(Default)]
+struct Waited {
+    values: Vec<(vk::Semaphore, u64)>,
+    forgotten: u64,
+}
+
+impl Waited {
+    /// Of `waits`, those no earlier submission waited for (`forgotten` as
+    /// [`DeviceShared::waits_for`] says).
+    fn new_of(
+        &mut self,
+        (waits, forgotten): (Vec<(vk::Semaphore, u64)>, u64),
+    ) -> Vec<(vk::Semaphore, u64)> {
+        if forgotten != self.forgotten {
+            *self = Waited {
+                values: Vec::new(),
+                forgotten,
+            };
+        }
+        let seen =
+            |&(s, v): &(vk::Semaphore, u64)| self.values.iter().any(|&(w, at)| w == s && at >= v);
+        waits.into_iter().filter(|w| !seen(w)).collect()
+    }
+
+    /// A submission waited for `waits`.
+    fn add(&mut self, waits: &[(vk::Semaphore, u64)]) {
+        for &(s, v) in waits {
+            match self.values.iter_mut().find(|(w, _)| *w == s) {
+                Some(e) => e.1 = e.1.max(v),
+                None => self.values.push((s, v)),
+            }
+        }
+    }
 }
 
 pub(crate) struct Submitter {
@@ -176,6 +217,7 @@ impl Submitter {
                 queries,
                 submitted: 0,
                 reached: 0,
+                waited: Waited::default(),
             }),
             timestamp_period: timestamp_period.unwrap_or(0.0),
         })
@@ -563,8 +605,8 @@ impl Lanes<'_> {
         let cmd = self.c.lanes[i].cmd;
         // Work of other queues that the host saw finish is visible to this one.
         let semaphore = self.submitter.semaphore;
-        let (wait_sems, wait_values): (Vec<_>, Vec<_>) =
-            shared.waits_for(semaphore).into_iter().unzip();
+        let waits = self.c.waited.new_of(shared.waits_for(semaphore));
+        let (wait_sems, wait_values): (Vec<_>, Vec<_>) = waits.iter().copied().unzip();
         let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; wait_sems.len()];
         let value = self.c.submitted + 1;
         let signal = [semaphore];
@@ -584,6 +626,7 @@ impl Lanes<'_> {
         // above every value submitted before.
         unsafe { device.queue_submit(queue, &submit, vk::Fence::null()) }
             .map_err(|r| shared.error("vkQueueSubmit", r))?;
+        self.c.waited.add(&waits);
         if let Some(s) = &mut self.steps {
             s.done.submit_ns += s.lap();
         }
@@ -660,6 +703,7 @@ impl Drop for Submitter {
                 queries: None,
                 submitted: last,
                 reached: 0,
+                waited: Waited::default(),
             },
         );
         if self.wait_value(&mut c, last).is_err() && !self.device.is_lost() {
@@ -685,5 +729,28 @@ impl Drop for Submitter {
         }
         stats.fence_destroyed();
         stats.submitter_released(COMMAND_BUFFERS as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ash::vk::Handle;
+
+    use super::*;
+
+    #[test]
+    fn a_value_is_waited_for_once_until_a_semaphore_is_forgotten() {
+        let (a, b) = (vk::Semaphore::from_raw(1), vk::Semaphore::from_raw(2));
+        let mut w = Waited::default();
+        let first = w.new_of((vec![(a, 5), (b, 3)], 0));
+        assert_eq!(first, [(a, 5), (b, 3)]);
+        w.add(&first);
+        // Met already: nothing; a higher value: waited for.
+        assert_eq!(w.new_of((vec![(a, 5), (b, 3)], 0)), []);
+        assert_eq!(w.new_of((vec![(a, 4), (b, 7)], 0)), [(b, 7)]);
+        w.add(&[(b, 7)]);
+        assert_eq!(w.new_of((vec![(b, 6)], 0)), []);
+        // A forgotten semaphore's handle may be a new semaphore's: all again.
+        assert_eq!(w.new_of((vec![(a, 1), (b, 3)], 1)), [(a, 1), (b, 3)]);
     }
 }
