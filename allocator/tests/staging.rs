@@ -214,3 +214,38 @@ fn live_regions_count_only_the_users_buffers() {
     assert_eq!(counter("staging_regions"), Some(0));
     assert_clean(&ctx);
 }
+
+#[test]
+fn repeated_copies_through_the_ring_submit_their_recording_again() {
+    // A copy of one window records the same commands each time (the same ring
+    // slot and offsets): from the second on, each direction submits its kept
+    // recording, and the bytes are the new ones.
+    let Some(ctx) = context(ContextOptions {
+        import_host: false,
+        mapped_upload: vkcopy::MappedUpload::Never,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    let again = || ctx.stats().submitted_again();
+    for n in [1024i64, 1 << 16] {
+        let mut b = Buffer::new("b", ElemType::I32, &[n]).unwrap();
+        let mut counts = Vec::new();
+        for round in 0..3 {
+            b.fill(|c| value(c) + round).unwrap();
+            let before = again();
+            ctx.copy_to_device(&mut b).unwrap();
+            let up = again() - before;
+            b.fill(|_| -1).unwrap();
+            b.set_host_dirty(false);
+            b.set_device_dirty(true);
+            let before = again();
+            ctx.copy_to_host(&mut b).unwrap();
+            counts.push((up, again() - before));
+            let wrong = b.compare(|c| value(c) + round, 3).unwrap().mismatches;
+            assert_eq!(wrong, 0, "{n} round {round}");
+        }
+        assert_eq!(counts, [(0, 0), (1, 1), (1, 1)], "{n}");
+    }
+    assert_clean(&ctx);
+}

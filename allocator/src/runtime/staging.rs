@@ -19,7 +19,7 @@ use crate::runtime::context::Context;
 use crate::runtime::plan::{ChunkOffsets, CopyPlan};
 use crate::runtime::transfer::MAX_REGIONS_PER_CALL;
 use crate::vk::region::Region;
-use crate::vk::submit::{HostAccess, Submitter, LANES};
+use crate::vk::submit::{HostAccess, Submitter, KEPT_REGIONS, LANES};
 
 /// Bytes of one staging chunk (the largest window of a copy).
 pub(crate) const CHUNK: u64 = 32 << 20;
@@ -242,6 +242,28 @@ fn pool() -> Option<&'static rayon_core::ThreadPool> {
 }
 
 /// Records GPU copies of `pieces`, offsets of each side from `offsets`.
+/// The first word of a key of [`record_pieces`]'s recordings.
+const KEY_PIECES: u64 = 2;
+
+/// What [`record_pieces`] records, as a key of the recording
+/// (`Submitter::run_kept`), for a window of few pieces.
+fn pieces_key(
+    pieces: &[Piece],
+    buffers: (vk::Buffer, vk::Buffer),
+    offsets: impl Fn(&Piece) -> (u64, u64),
+) -> Option<Vec<u64>> {
+    use ash::vk::Handle;
+    if pieces.len() > KEPT_REGIONS {
+        return None;
+    }
+    let mut key = vec![KEY_PIECES, buffers.0.as_raw(), buffers.1.as_raw()];
+    for p in pieces {
+        let (s, d) = offsets(p);
+        key.extend([s, d, p.len]);
+    }
+    Some(key)
+}
+
 fn record_pieces(
     device: &ash::Device,
     cmd: vk::CommandBuffer,
@@ -303,7 +325,9 @@ impl Context {
         let device = self.raw_device();
         let disjoint = plan.dst_disjoint();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
-        let mut queued: VecDeque<(usize, Vec<Piece>)> = VecDeque::new();
+        // (lane, slot, pieces): a copy of one window goes on the kept command
+        // buffer of its recording, if any.
+        let mut queued: VecDeque<(usize, usize, Vec<Piece>)> = VecDeque::new();
         let drain = |lane: usize, pieces: Vec<Piece>, dst: &mut [u8]| -> Result<()> {
             let slot = &slots[lane];
             let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
@@ -330,21 +354,21 @@ impl Context {
             let last = all.peek().is_none();
             let lane = w % n;
             if queued.len() == n {
-                let (l, done) = queued.pop_front().expect("queued");
+                let (l, s, done) = queued.pop_front().expect("queued");
                 lanes.wait(l)?;
-                drain(l, done, dst)?;
+                drain(s, done, dst)?;
             }
-            let slot = slots[lane].vk_buffer();
-            lanes.submit(lane, last, |cmd| {
-                record_pieces(device, cmd, &pieces, (src.0, slot), |p| {
-                    (src.1 + p.src, p.slot)
-                })
+            let buffers = (src.0, slots[lane].vk_buffer());
+            let offsets = |p: &Piece| (src.1 + p.src, p.slot);
+            let key = (windows == 1).then(|| pieces_key(&pieces, buffers, offsets));
+            let used = lanes.submit_on(lane, last, key.flatten(), |cmd| {
+                record_pieces(device, cmd, &pieces, buffers, offsets)
             })?;
-            queued.push_back((lane, pieces));
+            queued.push_back((used, lane, pieces));
         }
-        while let Some((l, done)) = queued.pop_front() {
+        while let Some((l, s, done)) = queued.pop_front() {
             lanes.wait(l)?;
-            drain(l, done, dst)?;
+            drain(s, done, dst)?;
         }
         lanes.finish()
     }
@@ -382,11 +406,11 @@ impl Context {
             unsafe { host_copy(&pieces, src.as_ptr(), to, |p| (p.src, p.slot), true) };
             let used = pieces.iter().map(|p| p.slot + p.len).max().unwrap_or(0);
             self.flush(&slot.alloc, 0, used)?;
-            let buffer = slot.vk_buffer();
-            lanes.submit(lane, last, |cmd| {
-                record_pieces(device, cmd, &pieces, (buffer, dst.0), |p| {
-                    (p.slot, dst.1 + p.dst)
-                })
+            let buffers = (slot.vk_buffer(), dst.0);
+            let offsets = |p: &Piece| (p.slot, dst.1 + p.dst);
+            let key = (windows == 1).then(|| pieces_key(&pieces, buffers, offsets));
+            lanes.submit_on(lane, last, key.flatten(), |cmd| {
+                record_pieces(device, cmd, &pieces, buffers, offsets)
             })?;
         }
         lanes.finish()

@@ -22,15 +22,10 @@ use crate::runtime::upload_choice::Choice as MappedChoice;
 use crate::types::{CopyPath, Dim};
 use crate::vk::allocator::Allocation;
 use crate::vk::region::Region;
-use crate::vk::submit::{HostAccess, Submitter, LANES};
+use crate::vk::submit::{HostAccess, Submitter, KEPT_REGIONS, LANES};
 
 /// Regions per `vkCmdCopyBuffer` call; a copy with more is split over several calls.
 pub(crate) const MAX_REGIONS_PER_CALL: usize = 1 << 16;
-
-/// Copies of at most this many chunks keep their recording for the next copy
-/// with the same key ([`copy_key`]); longer keys cost more to compare than
-/// they save.
-const KEPT_CHUNKS: u64 = 64;
 
 /// Host memory is read and written fastest in whole blocks of this many bytes:
 /// a copy to or from imported host memory that starts inside a block is cut at
@@ -151,7 +146,7 @@ fn copy_key(
     host: Option<HostSide>,
 ) -> Option<Vec<u64>> {
     use ash::vk::Handle;
-    if plan.chunks() > KEPT_CHUNKS {
+    if plan.chunks() > KEPT_REGIONS as u64 {
         return None;
     }
     let host = match host {

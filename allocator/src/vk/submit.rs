@@ -30,6 +30,10 @@ const KEPT: usize = 4;
 /// Command buffers of a submitter.
 const COMMAND_BUFFERS: usize = LANES + KEPT;
 
+/// Recordings of at most this many copy regions are kept: longer keys cost
+/// more to compare than recording saves.
+pub(crate) const KEPT_REGIONS: usize = 64;
+
 /// Whether the host touches what a submission writes, once it is done: reads it
 /// (a readback), or writes over it with the CPU (device memory that takes
 /// uploads written by the CPU, `runtime/mapped_upload.rs`). Then the submission
@@ -271,8 +275,7 @@ impl Submitter {
     ) -> Result<Option<u64>> {
         let mut lanes = self.lanes(timed);
         lanes.host_access(host);
-        let i = lanes.kept_lane(key.as_deref());
-        lanes.submit_kept(i, true, key, record)?;
+        lanes.submit_on(0, true, key, record)?;
         lanes.finish()
     }
 
@@ -462,8 +465,26 @@ impl Lanes<'_> {
             .unwrap_or(0)
     }
 
-    /// [`Lanes::submit`] for work that `key` names ([`Submitter::run_kept`]).
-    pub(crate) fn submit_kept(
+    /// [`Lanes::submit`] on lane `i`, or, for work that `key` names and that is
+    /// not timed, on the kept command buffer for it ([`Submitter::run_kept`]).
+    /// Returns the lane submitted, to wait for.
+    pub(crate) fn submit_on(
+        &mut self,
+        i: usize,
+        last: bool,
+        key: Option<Vec<u64>>,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<usize> {
+        let lane = match (&key, self.queries) {
+            (Some(_), None) => self.kept_lane(key.as_deref()),
+            _ => i,
+        };
+        self.submit_kept(lane, last, key, record)?;
+        Ok(lane)
+    }
+
+    /// [`Lanes::submit`] for work that `key` names, on lane `i`.
+    fn submit_kept(
         &mut self,
         i: usize,
         last: bool,
