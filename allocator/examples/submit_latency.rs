@@ -227,7 +227,7 @@ fn main() {
         }
         println!(
             "family {family} ({flags:?}); vkGetSemaphoreCounterValue {:.3} us",
-            t.elapsed().as_secs_f64() * 1e3 / 1000.0
+            t.elapsed().as_secs_f64() * 1e6 / 1000.0
         );
         let mut value = 0u64;
         for v in VARIANTS {
