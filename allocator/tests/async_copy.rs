@@ -176,9 +176,10 @@ fn a_wait_runs_out_of_time() {
     }) else {
         return;
     };
-    // One vkCmdCopyBuffer of 256 MiB takes longer than the polling before a
-    // blocking wait, even on an H200 (0.6 ms).
-    let dims = vkcopy::types::dense_dims(&[64 << 20]);
+    // Filling and copying 1 GiB takes longer than the 200 us of polling before
+    // a blocking wait on any device: at 4.8 TB/s (an H200's HBM) the copy's
+    // 2 GiB of reads and writes take 0.45 ms. 256 MiB took under 200 us there.
+    let dims = vkcopy::types::dense_dims(&[256 << 20]);
     let mut a = Buffer::with_dims("a", ElemType::I32, dims.clone(), false).unwrap();
     let mut b = Buffer::with_dims("b", ElemType::I32, dims, false).unwrap();
     // Whichever wait comes first runs out (on the H200, device_malloc's own).

@@ -2,7 +2,7 @@
 //! the ring's window boundaries exactly, strided layouts included, and staging
 //! memory stays bounded by the ring whatever the copy size.
 
-use vkcopy::{Buffer, Context, ContextOptions, Dim, ElemType, Role};
+use vkcopy::{Buffer, Context, ContextOptions, Dim, ElemType, Role, SmallCopyQueue};
 
 mod common;
 
@@ -219,14 +219,22 @@ fn live_regions_count_only_the_users_buffers() {
 fn repeated_copies_through_the_ring_submit_their_recording_again() {
     // A copy of one window records the same commands each time (the same ring
     // slot and offsets): from the second on, each direction submits its kept
-    // recording, and the bytes are the new ones.
-    let Some(ctx) = context(ContextOptions {
-        import_host: false,
-        mapped_upload: vkcopy::MappedUpload::Never,
-        ..Default::default()
-    }) else {
-        return;
-    };
+    // recording, and the bytes are the new ones. The queue is fixed: choosing
+    // it (`Auto` on a device with two) copies the first one several times.
+    for queue in [SmallCopyQueue::Compute, SmallCopyQueue::Other] {
+        let Some(ctx) = context(ContextOptions {
+            import_host: false,
+            mapped_upload: vkcopy::MappedUpload::Never,
+            small_copy_queue: queue,
+            ..Default::default()
+        }) else {
+            return;
+        };
+        ring_recordings_are_submitted_again(&ctx);
+    }
+}
+
+fn ring_recordings_are_submitted_again(ctx: &Context) {
     let again = || ctx.stats().submitted_again();
     for n in [1024i64, 1 << 16] {
         let mut b = Buffer::new("b", ElemType::I32, &[n]).unwrap();
@@ -247,5 +255,5 @@ fn repeated_copies_through_the_ring_submit_their_recording_again() {
         }
         assert_eq!(counts, [(0, 0), (1, 1), (1, 1)], "{n}");
     }
-    assert_clean(&ctx);
+    assert_clean(ctx);
 }

@@ -163,8 +163,11 @@ fn a_malformed_case_fails_alone_with_one_located_line() {
 #[test]
 fn the_old_policy_fails_only_its_known_failures() {
     let dir = tempfile::tempdir().unwrap();
+    // Retries as scripts/test.sh gives the perf cases: the old policy's upload
+    // measured 0.49-0.73x a memcpy on two busy cores (at least 0.5x).
     let out = suite()
-        .args(["run", "--policy", "halide-legacy", "--expectations"])
+        .args(["run", "--retries", "2", "--policy", "halide-legacy"])
+        .arg("--expectations")
         .arg(repo().join("reports/expectations/policy-halide-legacy.yaml"))
         .arg("--report-dir")
         .arg(dir.path())
