@@ -5,6 +5,9 @@
 //! polling a timeline semaphore or a fence, on every queue family that copies.
 //! What vkcopy's own code adds on top is `vkcopy-suite bench --breakdown`.
 //!
+//! Last, bare copies of 4 KiB to 16 MiB recorded once, into host-coherent
+//! system memory (a readback) and into device memory.
+//!
 //! `cargo run --release --example submit_latency -- [SUBMISSIONS]` (default 500);
 //! prints the median and the 10th percentile of each, in microseconds.
 
@@ -13,6 +16,8 @@ use std::time::Instant;
 use ash::vk;
 
 const BYTES: u64 = 4096;
+/// The largest copy of the size variants.
+const LARGEST: u64 = 16 << 20;
 
 /// How one variant records and waits.
 #[derive(Clone, Copy)]
@@ -32,6 +37,12 @@ struct Variant {
     /// Timeline semaphores the submission waits for, each at a value already
     /// reached: the submitter's own previous value first, then others'.
     waits: usize,
+    /// Bytes copied.
+    bytes: u64,
+    /// Into host-coherent system memory instead of device memory.
+    to_host: bool,
+    /// That memory is host-cached too (as readback staging is).
+    cached: bool,
 }
 
 const fn variant(name: &'static str, copy: bool, before: bool, after: bool) -> Variant {
@@ -44,7 +55,29 @@ const fn variant(name: &'static str, copy: bool, before: bool, after: bool) -> V
         again: false,
         flag: false,
         waits: 0,
+        bytes: BYTES,
+        to_host: false,
+        cached: false,
     }
+}
+
+/// [`sized`] into host-cached memory, with the barrier before as vkcopy records.
+const fn cached(name: &'static str, bytes: u64) -> Variant {
+    Variant {
+        cached: true,
+        before: true,
+        ..sized(name, bytes, true)
+    }
+}
+
+/// A bare copy of `bytes`, recorded once; into system memory (with the
+/// barrier to the host a readback needs) or device memory.
+const fn sized(name: &'static str, bytes: u64, to_host: bool) -> Variant {
+    again(Variant {
+        bytes,
+        to_host,
+        ..variant(name, true, false, to_host)
+    })
 }
 
 const fn fenced(v: Variant) -> Variant {
@@ -63,7 +96,7 @@ const fn flagged(v: Variant) -> Variant {
     Variant { flag: true, ..v }
 }
 
-const VARIANTS: [Variant; 14] = [
+const VARIANTS: [Variant; 23] = [
     variant("empty, timeline", false, false, false),
     fenced(variant("empty, fence", false, false, false)),
     variant("copy, timeline", true, false, false),
@@ -86,6 +119,15 @@ const VARIANTS: [Variant; 14] = [
         true,
         false,
     ))),
+    sized("readback 64 KiB, once", 64 << 10, true),
+    sized("readback 1 MiB, once", 1 << 20, true),
+    sized("readback 4 KiB, once", BYTES, true),
+    sized("device 64 KiB, once", 64 << 10, false),
+    sized("device 1 MiB, once", 1 << 20, false),
+    sized("device 16 MiB, once", LARGEST, false),
+    cached("before+readback 4 KiB, cached", BYTES),
+    cached("before+readback 64 KiB, cached", 64 << 10),
+    cached("before+readback 1 MiB, cached", 1 << 20),
 ];
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -141,7 +183,7 @@ fn main() {
     let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
     let buffer = |usage, wanted: vk::MemoryPropertyFlags| {
         let info = vk::BufferCreateInfo::default()
-            .size(BYTES)
+            .size(LARGEST)
             .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid create info; the buffer lives until the process ends.
@@ -177,6 +219,11 @@ fn main() {
     let (dst, _) = buffer(vk::BufferUsageFlags::TRANSFER_DST, local);
     let coherent = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
     let (flag_buffer, flag_memory) = buffer(vk::BufferUsageFlags::TRANSFER_DST, coherent);
+    let (host, _) = buffer(vk::BufferUsageFlags::TRANSFER_DST, coherent);
+    let (host_cached, _) = buffer(
+        vk::BufferUsageFlags::TRANSFER_DST,
+        coherent | vk::MemoryPropertyFlags::HOST_CACHED,
+    );
     // SAFETY: host-visible memory, mapped once for the process.
     let flag =
         unsafe { device.map_memory(flag_memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
@@ -285,10 +332,15 @@ fn main() {
                     let region = [vk::BufferCopy {
                         src_offset: 0,
                         dst_offset: 0,
-                        size: BYTES,
+                        size: v.bytes,
                     }];
-                    // SAFETY: recording; both buffers hold BYTES.
-                    unsafe { device.cmd_copy_buffer(cmd, src, dst, &region) };
+                    let to = match (v.to_host, v.cached) {
+                        (true, true) => host_cached,
+                        (true, false) => host,
+                        _ => dst,
+                    };
+                    // SAFETY: recording; every buffer holds LARGEST bytes.
+                    unsafe { device.cmd_copy_buffer(cmd, src, to, &region) };
                 }
                 if v.flag {
                     let w = vk::AccessFlags::TRANSFER_WRITE;
