@@ -170,3 +170,72 @@ fn caller_memory_too_small_for_the_shape_is_an_error() {
     assert_eq!(e.name(), "bad_dimensions");
     assert!(e.to_string().contains("104 bytes"), "{e}");
 }
+
+fn counter(ctx: &Context, name: &str) -> u64 {
+    ctx.counters()
+        .iter()
+        .find(|(k, _)| *k == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .1
+}
+
+/// Reads `buf` back after the device got `f` (wiping the host first), and says
+/// by which route: `imported` or `ring`.
+fn read_back(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy) -> &'static str {
+    buf.fill(f).unwrap();
+    ctx.copy_to_device(buf).unwrap();
+    buf.fill(|_| -7).unwrap();
+    buf.set_host_dirty(false);
+    buf.set_device_dirty(true);
+    let imported = counter(ctx, "copies_to_host_imported");
+    let ring = counter(ctx, "copies_to_host_ring");
+    ctx.copy_to_host(buf).unwrap();
+    assert_eq!(buf.compare(f, 3).unwrap().mismatches, 0, "{}", buf.name());
+    match (
+        counter(ctx, "copies_to_host_imported") - imported,
+        counter(ctx, "copies_to_host_ring") - ring,
+    ) {
+        (1, 0) => "imported",
+        (0, 1) => "ring",
+        other => panic!("one readback counted {other:?}"),
+    }
+}
+
+#[test]
+fn small_readbacks_import_memory_they_meet_again() {
+    let Some(ctx) = context(ContextOptions::default()) else {
+        return;
+    };
+    let again = match ctx.info().has("VK_EXT_external_memory_host") {
+        true => "imported",
+        false => "ring",
+    };
+    // 64 KiB of caller memory 16 bytes into a page, between sentinels: the
+    // import covers the pages around it, the readback writes only its bytes.
+    let bytes = 64 << 10;
+    let (mut v, start) = skewed_vec(bytes, 16);
+    let sentinel = 0x5au8;
+    v.iter_mut().for_each(|x| *x = sentinel);
+    let base = v.as_mut_ptr();
+    // SAFETY: the range lies inside `v`, which outlives the buffer.
+    let host =
+        unsafe { HostBytes::from_raw_parts(NonNull::new(base.add(start)).unwrap(), bytes, None) };
+    let mut small = Buffer::from_host("small", ElemType::I32, dense(&[16 << 10]), host).unwrap();
+    let routes: Vec<_> = (0..3)
+        .map(|round| read_back(&ctx, &mut small, |c| c[0] * 7 + round))
+        .collect();
+    assert_eq!(routes, ["ring", again, again]);
+    drop(small);
+    assert!(v[..start].iter().all(|&x| x == sentinel));
+    assert!(v[start + bytes..].iter().all(|&x| x == sentinel));
+    // A small crop of a large allocation stays staged: the import would pin
+    // all of it.
+    let large = Buffer::new("large", ElemType::I32, &[1 << 19]).unwrap();
+    let mut crop = large.cropped("crop", &[4096], &[1024]).unwrap();
+    let routes: Vec<_> = (0..2)
+        .map(|round| read_back(&ctx, &mut crop, |c| c[0] + round))
+        .collect();
+    assert_eq!(routes, ["ring", "ring"]);
+    drop((crop, large));
+    assert_clean(&ctx);
+}

@@ -17,7 +17,7 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
 use crate::runtime::plan::CopyPlan;
-use crate::runtime::route::{Route, Via};
+use crate::runtime::route::{Route, Via, IMPORT_MIN_BYTES};
 use crate::runtime::upload_choice::Choice as MappedChoice;
 use crate::types::{CopyPath, Dim};
 use crate::vk::allocator::Allocation;
@@ -327,17 +327,21 @@ impl Context {
 
     /// The route of an upload or readback of `plan` to or from host memory `bytes`:
     /// imported where the table says so and the import succeeds, else staged.
+    /// A small readback also imports small host memory that it reads into again:
+    /// the CPU's copy out of staging is most of what a 64 KiB readback adds
+    /// to a 4 KiB one. (Small uploads are written by the CPU where they can.)
     fn host_route(&self, plan: &CopyPlan, bytes: &HostBytes, role: Role) -> Chosen {
         let table = &self.inner.host_routes;
-        if table.choose(plan.bytes()) == Via::Imported {
-            let imported = self
-                .inner
-                .host_import
-                .as_ref()
-                .and_then(|i| i.buffer(bytes, role));
-            if let Some((buffer, base)) = imported {
-                return Chosen::Imported(buffer, base);
+        let import = self.inner.host_import.as_ref();
+        let imported = match table.choose(plan.bytes()) {
+            Via::Imported => import.and_then(|i| i.buffer(bytes, role)),
+            _ if role == Role::Readback => {
+                import.and_then(|i| i.buffer_when_reused(bytes, role, IMPORT_MIN_BYTES as usize))
             }
+            _ => None,
+        };
+        if let Some((buffer, base)) = imported {
+            return Chosen::Imported(buffer, base);
         }
         match table.staging() {
             Via::Ring => Chosen::Ring,

@@ -8,8 +8,11 @@
 //! as much as a large copy, so an import is kept until its host memory is freed
 //! (as `cudaHostRegister` would be) and later copies of the same memory reuse it.
 //! Two allocations that share a page get an import each.
+//!
+//! A small copy imports only memory it meets again ([`HostImport::buffer_when_reused`]):
+//! for it, staging's CPU copy costs less than pinning, once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
@@ -43,7 +46,16 @@ pub(crate) struct HostImport {
     /// `minImportedHostPointerAlignment`, bytes.
     alignment: u64,
     imports: Mutex<HashMap<u64, Import>>,
+    /// Host allocations a small copy met once and did not import, newest last.
+    met: Mutex<VecDeque<u64>>,
 }
+
+/// How many allocations [`HostImport::buffer_when_reused`] remembers.
+const MET: usize = 64;
+
+/// Imports made for small copies stop at this many live imports: each is a
+/// `VkDeviceMemory`, of which some drivers allow 4096.
+const SMALL_IMPORTS_MAX: usize = 1024;
 
 impl HostImport {
     /// Imports on `device`, when it has the extension enabled.
@@ -54,6 +66,7 @@ impl HostImport {
             fns,
             alignment,
             imports: Mutex::new(HashMap::new()),
+            met: Mutex::new(VecDeque::new()),
         }))
     }
 
@@ -118,6 +131,41 @@ impl HostImport {
             }
         }));
         Some(found)
+    }
+
+    /// [`HostImport::buffer`] for a small copy: an allocation of under
+    /// `max_len` bytes is imported when a small copy meets it the second time
+    /// (None the first time: the copy stages).
+    pub(crate) fn buffer_when_reused(
+        self: &Arc<Self>,
+        bytes: &HostBytes,
+        role: Role,
+        max_len: usize,
+    ) -> Option<(vk::Buffer, u64)> {
+        let key = bytes.id();
+        let imports = self.imports.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = imports.get(&key) {
+            return Some((i.buffer, i.offset));
+        }
+        if bytes.len() >= max_len || imports.len() >= SMALL_IMPORTS_MAX {
+            return None;
+        }
+        drop(imports);
+        let mut met = self.met.lock().unwrap_or_else(|p| p.into_inner());
+        match met.iter().position(|&k| k == key) {
+            Some(at) => {
+                met.remove(at);
+                drop(met);
+                self.buffer(bytes, role)
+            }
+            None => {
+                if met.len() == MET {
+                    met.pop_front();
+                }
+                met.push_back(key);
+                None
+            }
+        }
     }
 
     fn try_import(&self, ptr: *const u8, size: u64, role: Role) -> Result<Import> {
