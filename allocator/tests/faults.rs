@@ -280,3 +280,32 @@ fn a_bad_fault_spec_is_refused_naming_it() {
     assert_eq!(e.name(), "bad_setting");
     assert!(e.to_string().contains("NOPE"), "{e}");
 }
+
+#[test]
+fn a_small_import_that_failed_is_not_tried_again() {
+    let entry = "vkGetMemoryHostPointerPropertiesEXT";
+    fault::inject(&format!("{entry}@1+=ERROR_OUT_OF_HOST_MEMORY")).unwrap();
+    let ctx = Context::new(options()).expect("a context");
+    if !ctx.info().has("VK_EXT_external_memory_host") {
+        fault::clear();
+        return;
+    }
+    // 64 KiB read back four times: the second readback tries to import the
+    // memory and fails; every readback stages, and none tries again.
+    let mut b = Buffer::new("b", ElemType::I32, &[16 << 10]).unwrap();
+    for round in 0..4 {
+        b.fill(|c| value(c) + round).unwrap();
+        ctx.copy_to_device(&mut b).unwrap();
+        b.fill(|_| -1).unwrap();
+        b.set_host_dirty(false);
+        b.set_device_dirty(true);
+        ctx.copy_to_host(&mut b).unwrap();
+        assert_eq!(b.compare(|c| value(c) + round, 1).unwrap().mismatches, 0);
+    }
+    drop(b);
+    let report = ctx.close();
+    assert!(report.is_empty(), "{report}");
+    let calls = fault::calls();
+    fault::clear();
+    assert_eq!(calls.iter().find(|(e, _)| *e == entry).unwrap().1, 1);
+}

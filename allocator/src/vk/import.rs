@@ -9,8 +9,11 @@
 //! (as `cudaHostRegister` would be) and later copies of the same memory reuse it.
 //! Two allocations that share a page get an import each.
 //!
-//! A small copy imports only memory it meets again ([`HostImport::buffer_when_reused`]):
-//! for it, staging's CPU copy costs less than pinning, once.
+//! A small readback imports only small memory it meets again, or memory
+//! imported already ([`HostImport::buffer_when_reused`]): for one copy,
+//! staging's CPU copy costs less than pinning. Freeing an import retires every
+//! kept recording of the device (`DeviceShared::retire`), so short-lived small
+//! buffers read back twice make later copies record again.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -46,14 +49,16 @@ pub(crate) struct HostImport {
     /// `minImportedHostPointerAlignment`, bytes.
     alignment: u64,
     imports: Mutex<HashMap<u64, Import>>,
-    /// Host allocations a small copy met once and did not import, newest last.
-    met: Mutex<VecDeque<u64>>,
+    /// Host allocations a small copy met and did not import, newest last,
+    /// and whether importing them failed (then they are not tried again).
+    met: Mutex<VecDeque<(u64, bool)>>,
 }
 
 /// How many allocations [`HostImport::buffer_when_reused`] remembers.
 const MET: usize = 64;
 
-/// Imports made for small copies stop at this many live imports: each is a
+/// Small copies stop importing while this many imports of any size are live
+/// (threads importing at once may pass it by one each): each is a
 /// `VkDeviceMemory`, of which some drivers allow 4096.
 const SMALL_IMPORTS_MAX: usize = 1024;
 
@@ -133,9 +138,10 @@ impl HostImport {
         Some(found)
     }
 
-    /// [`HostImport::buffer`] for a small copy: an allocation of under
-    /// `max_len` bytes is imported when a small copy meets it the second time
-    /// (None the first time: the copy stages).
+    /// [`HostImport::buffer`] for a small copy: its import if there is one;
+    /// else an allocation of under `max_len` bytes is imported when a small
+    /// copy meets it the second time (None the first time, and after a failed
+    /// import: the copy stages).
     pub(crate) fn buffer_when_reused(
         self: &Arc<Self>,
         bytes: &HostBytes,
@@ -152,17 +158,28 @@ impl HostImport {
         }
         drop(imports);
         let mut met = self.met.lock().unwrap_or_else(|p| p.into_inner());
-        match met.iter().position(|&k| k == key) {
+        let remember = |met: &mut VecDeque<_>, failed| {
+            if met.len() == MET {
+                met.pop_front();
+            }
+            met.push_back((key, failed));
+        };
+        match met.iter().position(|&(k, _)| k == key) {
+            Some(at) if met[at].1 => None,
             Some(at) => {
                 met.remove(at);
                 drop(met);
-                self.buffer(bytes, role)
+                let found = self.buffer(bytes, role);
+                if found.is_none() {
+                    remember(
+                        &mut self.met.lock().unwrap_or_else(|p| p.into_inner()),
+                        true,
+                    );
+                }
+                found
             }
             None => {
-                if met.len() == MET {
-                    met.pop_front();
-                }
-                met.push_back(key);
+                remember(&mut met, false);
                 None
             }
         }
