@@ -24,14 +24,19 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// `checked 109 cases, 19 tables, 3 expectation files: 0 errors`.
+    /// `checked 109 cases, 19 tables, 3 expectation files: 0 errors`
+    /// (`1 case`, `1 error` in the singular).
     pub fn summary(&self) -> String {
+        let n = |count: usize, one: &str| match count {
+            1 => format!("1 {one}"),
+            _ => format!("{count} {one}s"),
+        };
         format!(
-            "checked {} cases, {} tables, {} expectation files: {} errors",
-            self.cases,
-            self.tables,
-            self.expectations,
-            self.errors.len()
+            "checked {}, {}, {}: {}",
+            n(self.cases, "case"),
+            n(self.tables, "table"),
+            n(self.expectations, "expectation file"),
+            n(self.errors.len(), "error")
         )
     }
 }
@@ -105,7 +110,7 @@ fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String>
     let devices = path.join("devices");
     out.extend(yaml_files(&devices).into_iter().map(|p| (Kind::Table, p)));
     if devices.is_dir() {
-        let expectations = path.join("../reports/expectations");
+        let expectations = crate::suite::expectations_dir(path);
         out.extend(
             yaml_files(&expectations)
                 .into_iter()

@@ -4,13 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The `cases/` folder: `VKCOPY_CASES` if set, else the one in this repository.
+/// The `cases/` folder: `VKCOPY_CASES` if set, else the one in this repository
+/// (resolved, so that messages name `<repo>/cases/...`, not `runner/../cases`).
 pub fn cases_root() -> PathBuf {
     match std::env::var_os("VKCOPY_CASES") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join("cases"),
+        _ => {
+            let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases");
+            own.canonicalize().unwrap_or(own)
+        }
     }
 }
 

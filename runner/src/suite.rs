@@ -70,11 +70,19 @@ pub struct Config {
     pub expectations: Vec<PathBuf>,
 }
 
+/// `reports/expectations/` beside the cases folder `cases`.
+pub fn expectations_dir(cases: &Path) -> PathBuf {
+    match cases.file_name().and(cases.parent()) {
+        Some(up) => up.join("reports/expectations"),
+        None => cases.join("../reports/expectations"),
+    }
+}
+
 /// The expectation files a run reads by itself: `reports/expectations/<device>.yaml`
 /// next to the cases folder, and `policy-<policy>.yaml` under a policy other
 /// than the default.
 pub fn default_expectations(cases: &Path, device: &str, policy: Policy) -> Vec<PathBuf> {
-    let dir = cases.join("../reports/expectations");
+    let dir = expectations_dir(cases);
     // Halide's runtime has its own failures, the same on every device.
     if let Ok(Some(lib)) = crate::halide::selected() {
         return vec![dir.join(format!(

@@ -126,7 +126,7 @@ fn check_reports_every_error_of_a_file_in_one_pass() {
     );
     assert_eq!(
         text(&out.stdout).trim(),
-        "checked 1 cases, 0 tables, 0 expectation files: 3 errors"
+        "checked 1 case, 0 tables, 0 expectation files: 3 errors"
     );
 }
 
@@ -164,7 +164,7 @@ fn new_writes_a_case_that_checks_and_runs() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).trim(),
-        "checked 1 cases, 0 tables, 0 expectation files: 0 errors"
+        "checked 1 case, 0 tables, 0 expectation files: 0 errors"
     );
 
     let reports = tempfile::tempdir().unwrap();
