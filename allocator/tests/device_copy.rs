@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_clean, context, validation_installed};
+use common::{assert_clean, context, counter, validation_installed};
 use vkcopy::{
     Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, MappedUpload, Policy,
     SmallCopyQueue,
@@ -25,14 +25,6 @@ fn pair() -> Option<(Context, Context)> {
         context(options(DeviceCopy::Shader))?,
         context(options(DeviceCopy::Transfer))?,
     ))
-}
-
-fn counter(ctx: &Context, name: &str) -> u64 {
-    ctx.counters()
-        .iter()
-        .find(|(n, _)| *n == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .1
 }
 
 fn host_bytes(b: &Buffer) -> Vec<u8> {

@@ -8,7 +8,7 @@ use vkcopy::{Buffer, Context, ContextOptions, Dim, ElemType, HostBytes};
 
 mod common;
 
-use common::{assert_clean, context};
+use common::{assert_clean, context, counter};
 
 const PAGE: usize = 4096;
 
@@ -169,14 +169,6 @@ fn caller_memory_too_small_for_the_shape_is_an_error() {
     let e = Buffer::from_host("small", ElemType::I32, dense(&[26]), host).unwrap_err();
     assert_eq!(e.name(), "bad_dimensions");
     assert!(e.to_string().contains("104 bytes"), "{e}");
-}
-
-fn counter(ctx: &Context, name: &str) -> u64 {
-    ctx.counters()
-        .iter()
-        .find(|(k, _)| *k == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .1
 }
 
 /// Reads `buf` back after the device got `f` (wiping the host first), and says

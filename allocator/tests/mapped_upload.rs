@@ -8,18 +8,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_clean, context, noncoherent_only};
+use common::{assert_clean, context, counter, noncoherent_only};
 use vkcopy::ash::vk::MemoryPropertyFlags;
 use vkcopy::memory::table::MemoryTable;
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedUpload, Policy, Role};
-
-fn counter(ctx: &Context, name: &str) -> u64 {
-    ctx.counters()
-        .iter()
-        .find(|(k, _)| *k == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .1
-}
 
 fn table(name: &str) -> MemoryTable {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

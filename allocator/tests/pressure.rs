@@ -10,7 +10,7 @@ use vkcopy::{Buffer, Context, ContextOptions, ElemType, Error};
 
 mod common;
 
-use common::{assert_clean, context};
+use common::{assert_clean, context, counter};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -57,10 +57,6 @@ fn with_table(table: MemoryTable) -> Option<Context> {
 /// A device-only buffer of `bytes` bytes.
 fn device_buffer(bytes: u64) -> Buffer {
     Buffer::with_dims("b", ElemType::U8, dense_dims(&[bytes as i64]), false).unwrap()
-}
-
-fn counter(ctx: &Context, name: &str) -> u64 {
-    ctx.counters().iter().find(|(k, _)| *k == name).unwrap().1
 }
 
 fn malloc_error(ctx: &Context, bytes: u64) -> String {

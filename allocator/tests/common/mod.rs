@@ -1,5 +1,6 @@
 //! What the integration tests share: a context on the default device, the
-//! end-of-test checks, and a simulated table of non-coherent host memory.
+//! end-of-test checks, the runtime's counters by name, and a simulated table
+//! of non-coherent host memory.
 
 #![allow(dead_code)]
 
@@ -78,4 +79,13 @@ pub fn noncoherent_only() -> MemoryTable {
         buffer_memory_type_bits: 0b101,
         dedicated_from: None,
     }
+}
+
+/// The runtime's counter `name` (`Context::counters`).
+pub fn counter(ctx: &Context, name: &str) -> u64 {
+    ctx.counters()
+        .iter()
+        .find(|(k, _)| *k == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .1
 }
