@@ -1,34 +1,68 @@
-//! Runs a plan: selection checks on recorded tables, or runtime steps on a
-//! fresh `vkcopy` context. Every runtime case ends with a leak check and a
-//! check that the validation layer said nothing.
+//! Runs a plan: selection checks on recorded tables, or runtime steps on the
+//! runtime under test ([`Choice`]): a fresh vkcopy context, or Halide's ABI.
+//! The steps, the device-type check, the leak check and the validation check
+//! are written here once for every runtime ([`Runtime`]).
 
 use std::time::Instant;
 
-use crate::outcome::{Outcome, PlacementRecord, Status};
+use crate::outcome::{Outcome, Status};
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedUpload};
+use crate::runtime::{own_state, Capability, Choice, Runtime};
 use crate::selection;
 use crate::steps::state::{State, StepError};
 use crate::steps::{self, Op, OpKind};
 
-/// Runs `plan`; `options` says which device and policy. A case that needs a device
-/// gets a context of its own.
-pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
-    let start = Instant::now();
+/// What a case needs beyond every runtime's primitives: the first such
+/// capability of its fields and steps, with where it is written.
+pub fn needs(plan: &CasePlan) -> Option<(Capability, String)> {
     let r = match &plan.kind {
-        PlanKind::Selection(s) => {
-            return match selection::check(s) {
-                Ok(()) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
-                Err(m) => Outcome::new(Status::Fail, m, start.elapsed()),
-            }
-        }
+        PlanKind::Selection(_) => return Some((Capability::SelectionPolicies, String::new())),
         PlanKind::Runtime(r) => r,
     };
-    match crate::halide::selected() {
-        Ok(None) => {}
-        Ok(Some(path)) => return crate::halide::run(plan, r, &path, options.validation),
-        Err(m) => return Outcome::new(Status::Fail, m, start.elapsed()),
+    if r.policy.is_some() {
+        return Some((Capability::Policies, String::new()));
     }
+    if r.mapped_upload.is_some_and(|m| m != MappedUpload::Never) {
+        return Some((Capability::MappedUploads, String::new()));
+    }
+    if r.small_copy_queue == Some(crate::rt::SmallCopyQueue::Other) {
+        return Some((Capability::SecondQueue, String::new()));
+    }
+    r.ops.iter().find_map(|op| {
+        steps::needs(op).map(|c| (c, format!(" (step {}, line {})", op.step, op.line)))
+    })
+}
+
+/// Why `plan` cannot run on `runtime`, if it cannot.
+pub fn unsupported(plan: &CasePlan, runtime: &Choice) -> Option<String> {
+    let (need, at) = needs(plan)?;
+    (!capabilities(runtime).contains(&need)).then(|| {
+        format!(
+            "needs {}{at}, which {} lacks",
+            need.about(),
+            runtime_words(runtime)
+        )
+    })
+}
+
+/// What `runtime` has beyond the primitives.
+pub fn capabilities(runtime: &Choice) -> &'static [Capability] {
+    match runtime {
+        Choice::Vkcopy => &Capability::ALL,
+        Choice::Halide(_) => crate::halide::CAPABILITIES,
+    }
+}
+
+fn runtime_words(runtime: &Choice) -> &'static str {
+    match runtime {
+        Choice::Vkcopy => "vkcopy",
+        Choice::Halide(_) => "Halide's runtime",
+    }
+}
+
+/// The run's options with the case's own fields over them.
+fn case_options(options: &ContextOptions, r: &RuntimePlan) -> ContextOptions {
     let mut options = options.clone();
     if r.simulate_memory.is_some() {
         options.simulate_memory = r.simulate_memory.clone();
@@ -42,6 +76,41 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
     if let Some(q) = r.small_copy_queue {
         options.small_copy_queue = q;
     }
+    options
+}
+
+/// Runs `plan` on `runtime`; `options` says which device, policy and table.
+/// A case that needs a device gets a context of its own.
+pub fn run(plan: &CasePlan, options: &ContextOptions, runtime: &Choice) -> Outcome {
+    let start = Instant::now();
+    let r = match &plan.kind {
+        PlanKind::Selection(s) => {
+            return match selection::check(s) {
+                Ok(()) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
+                Err(m) => Outcome::new(Status::Fail, m, start.elapsed()),
+            }
+        }
+        PlanKind::Runtime(r) => r,
+    };
+    if let Some(why) = unsupported(plan, runtime) {
+        return Outcome::new(Status::Skip, why, start.elapsed());
+    }
+    let options = case_options(options, r);
+    match runtime {
+        Choice::Vkcopy => run_vkcopy(plan, r, options, start),
+        Choice::Halide(path) => match crate::halide::open(path, &options, r.slots.clone()) {
+            Ok(mut rt) => run_on(plan, r, &mut rt, start),
+            Err(m) => Outcome::new(Status::Fail, m, start.elapsed()),
+        },
+    }
+}
+
+fn run_vkcopy(
+    plan: &CasePlan,
+    r: &RuntimePlan,
+    options: ContextOptions,
+    start: Instant,
+) -> Outcome {
     let ctx = match Context::new(options) {
         Ok(c) => c,
         Err(e) => {
@@ -49,9 +118,6 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             return Outcome::new(status_of(&e), m, start.elapsed());
         }
     };
-    if let Some(why) = plan.unmet(ctx.info().device_type) {
-        return Outcome::new(Status::Skip, why, start.elapsed());
-    }
     if r.mapped_upload.is_some_and(|m| m != MappedUpload::Never)
         && ctx.mapped_upload() == MappedUpload::Never
     {
@@ -60,10 +126,22 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
         return Outcome::new(Status::Skip, why.into(), start.elapsed());
     }
     let mut state = State::new(&ctx, r.slots.clone());
-    let result = run_steps(&mut state, r);
-    let measured = std::mem::take(&mut state.measured);
-    let unwaited = state.in_flight();
-    drop(state);
+    run_on(plan, r, &mut state, start)
+}
+
+/// Runs the steps of `r` on `rt`, then empties it: the case's outcome, with
+/// what was left alive and what the validation layer said as failures.
+pub fn run_on<'a>(
+    plan: &CasePlan,
+    r: &RuntimePlan,
+    rt: &mut dyn Runtime<'a>,
+    start: Instant,
+) -> Outcome {
+    let result = run_steps(plan, rt, r);
+    let (measured, unwaited) = match rt.vkcopy() {
+        Some(s) => (std::mem::take(&mut s.measured), s.in_flight()),
+        None => Default::default(),
+    };
     let mut problems = Vec::new();
     if result.is_ok() && !unwaited.is_empty() {
         problems.push(format!(
@@ -80,16 +158,16 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
             problems.push(m)
         }
     }
-    let leaks = ctx.leak_check();
-    if !leaks.is_empty() {
+    let finish = rt.finish();
+    if let Some(leaks) = finish.leaks {
         problems.push(format!("leak check: {leaks}"));
     }
-    let messages = ctx.take_validation_messages();
-    if !messages.is_empty() {
+    problems.extend(finish.findings);
+    if !finish.messages.is_empty() {
         problems.push(format!(
             "{} validation message(s):\n  {}",
-            messages.len(),
-            messages.join("\n  ")
+            finish.messages.len(),
+            finish.messages.join("\n  ")
         ));
     }
     let mut out = match (skip, problems.is_empty()) {
@@ -97,12 +175,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions) -> Outcome {
         (None, true) => Outcome::new(Status::Pass, String::new(), start.elapsed()),
         (_, false) => Outcome::new(failed, problems.join("\n"), start.elapsed()),
     };
-    out.placements = ctx
-        .stats()
-        .placements()
-        .iter()
-        .map(PlacementRecord::from)
-        .collect();
+    out.placements = rt.placements();
     out.measurements = measured;
     out
 }
@@ -127,32 +200,53 @@ pub(crate) fn new_buffer(d: &BufferDecl) -> Result<Buffer, Error> {
 }
 
 /// Runs the steps; on the first that fails, says whether the case failed or is
-/// skipped (the device lacks a feature), and why.
-fn run_steps(state: &mut State, plan: &RuntimePlan) -> Result<(), (Status, String)> {
-    for (i, d) in plan.buffers.iter().enumerate() {
+/// skipped (the device lacks a feature, or is not of a type the case runs on), and why.
+fn run_steps<'a>(
+    plan: &CasePlan,
+    rt: &mut dyn Runtime<'a>,
+    r: &RuntimePlan,
+) -> Result<(), (Status, String)> {
+    for (i, d) in r.buffers.iter().enumerate() {
         let b = new_buffer(d).map_err(|e| (status_of(&e), format!("buffer {}: {e}", d.name)))?;
-        state.put(i, b);
+        rt.put(i, b)
+            .map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name)))?;
     }
-    for op in &plan.ops {
+    // A runtime that opens its device lazily (Halide) says its type after a step.
+    let mut device_checked = false;
+    for op in &r.ops {
+        if !device_checked {
+            if let Some(t) = rt.device_type() {
+                device_checked = true;
+                if let Some(why) = plan.unmet(t) {
+                    return Err((Status::Skip, why));
+                }
+            }
+        }
         if let OpKind::Threads { count, ops } = &op.kind {
-            run_threads(state.ctx, plan, *count, ops)
+            let ctx = own_state(rt, Capability::Threads)
+                .map_err(|e| (Status::Skip, format!("{}: {e}", op.located())))?
+                .ctx;
+            run_threads(ctx, r, *count, ops)
                 .map_err(|(status, m)| (status, format!("{}: {m}", op.located())))?;
             continue;
         }
-        run_op(op, state)?;
+        run_op(op, rt)?;
     }
-    Ok(())
+    match (device_checked, rt.device_type()) {
+        (false, Some(t)) => plan.unmet(t).map_or(Ok(()), |why| Err((Status::Skip, why))),
+        _ => Ok(()),
+    }
 }
 
 /// One step, or the steps of a `repeat` without a variable, run in turn; a
 /// failure there names its run.
-fn run_op(op: &Op, state: &mut State) -> Result<(), (Status, String)> {
+fn run_op<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), (Status, String)> {
     let OpKind::Repeat { times, ops } = &op.kind else {
-        return run_one(op, state);
+        return run_one(op, rt);
     };
     for run in 0..*times {
         for inner in ops {
-            run_op(inner, state).map_err(|(status, m)| {
+            run_op(inner, rt).map_err(|(status, m)| {
                 (
                     status,
                     format!(
@@ -168,12 +262,12 @@ fn run_op(op: &Op, state: &mut State) -> Result<(), (Status, String)> {
 }
 
 /// One step; a failure as the case's status and a located message.
-fn run_one(op: &Op, state: &mut State) -> Result<(), (Status, String)> {
-    steps::run(op, state).map_err(|e| {
+fn run_one<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), (Status, String)> {
+    steps::run(op, rt).map_err(|e| {
         let status = match &e {
             StepError::Unsupported(_) => Status::Skip,
             StepError::Runtime(e) => status_of(e),
-            StepError::Check(_) => Status::Fail,
+            StepError::Call { .. } | StepError::Check(_) => Status::Fail,
         };
         (status, format!("{}: {e}", op.located()))
     })

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{span_bytes, Context, Dim, ElemType, MemoryTable, Policy, Role};
+use crate::rt::{span_bytes, Context, Dim, ElemType, MappedUpload, MemoryTable, Policy, Role};
 use crate::selection::{self, SelectionPlan};
 use crate::steps::measure::{self, Timed};
 use crate::steps::{async_copies, checks, compute, copies, memory, views, Op, OpKind};
@@ -218,10 +218,19 @@ impl Ctx<'_> {
     }
 
     fn memory(&self, role: Role) -> String {
-        match self.policy.role_candidates(self.table, role, u32::MAX) {
-            Ok(list) => self.table.describe_type(list[0]),
+        match self.policy.select_role(self.table, role, u32::MAX) {
+            Ok(t) => self.table.describe_type(t),
             Err(e) => format!("none: {e}"),
         }
+    }
+
+    /// Where slot `slot`'s device memory lands, and under which role: small
+    /// buffers go where the CPU can write their uploads, as the runtime places them.
+    fn device_memory(&self, slot: usize) -> String {
+        let bytes = span_bytes(self.r.slot_elems[slot], &self.r.slot_dims[slot]).unwrap_or(0);
+        let mapped = self.r.mapped_upload.unwrap_or_default() != MappedUpload::Never;
+        let role = self.policy.device_role(self.table, u32::MAX, bytes, mapped);
+        format!("device memory ({role}): {}", self.memory(role))
     }
 
     fn copy(&self, slot: usize, what: &str, role: Role) -> String {
@@ -273,16 +282,14 @@ fn runtime_lines(
 fn step_line(c: &Ctx, op: &Op) -> String {
     match &op.kind {
         OpKind::Memory(m) => match m {
-            memory::Op::DeviceMalloc(s) => format!(
-                "device_malloc {}; device memory: {}",
-                c.shape(*s),
-                c.memory(Role::Device)
-            ),
+            memory::Op::DeviceMalloc(s) => {
+                format!("device_malloc {}; {}", c.shape(*s), c.device_memory(*s))
+            }
             memory::Op::DeviceFree(s) => format!("device_free {}", c.name(*s)),
             memory::Op::DeviceAndHostMalloc(s) => format!(
-                "device_and_host_malloc {}; device memory: {}",
+                "device_and_host_malloc {}; {}",
                 c.shape(*s),
-                c.memory(Role::Device)
+                c.device_memory(*s)
             ),
             memory::Op::DeviceAndHostFree(s) => format!("device_and_host_free {}", c.name(*s)),
             memory::Op::Release(s) => format!("release {}", c.name(*s)),
@@ -319,9 +326,9 @@ fn step_line(c: &Ctx, op: &Op) -> String {
         },
         OpKind::Copies(k) => match k {
             copies::Op::CopyToDevice(s) => format!(
-                "{}; device memory, if none yet: {}",
+                "{}; if it has none yet, {}",
                 c.copy(*s, "copy_to_device (if host-dirty)", Role::Upload),
-                c.memory(Role::Device)
+                c.device_memory(*s)
             ),
             copies::Op::CopyToHost(s) => {
                 c.copy(*s, "copy_to_host (if device-dirty)", Role::Readback)

@@ -183,9 +183,7 @@ pub fn check(s: &SelectionPlan) -> Result<(), String> {
     for c in &s.checks {
         for &(policy, want) in &c.expect {
             let picked = match (c.role, &c.raw) {
-                (Some(role), _) => policy
-                    .role_candidates(&s.table, role, u32::MAX)
-                    .map(|list| list[0]),
+                (Some(role), _) => policy.select_role(&s.table, role, u32::MAX),
                 (None, Some(raw)) => policy.select(&s.table, raw, u32::MAX),
                 (None, None) => unreachable!("the plan has a role or a raw request"),
             };

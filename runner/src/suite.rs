@@ -12,6 +12,7 @@ use crate::plan::{self, CasePlan};
 use crate::report::meta::driver_version_name;
 use crate::report::{device_slug, CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
 use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
+use crate::runtime::Choice;
 use crate::steps::compute;
 
 /// The device the suite runs on, as found by opening it once.
@@ -68,6 +69,8 @@ pub struct Config {
     /// Expectation files (known failures and flakes); default: those of
     /// [`default_expectations`] that exist.
     pub expectations: Vec<PathBuf>,
+    /// The runtime under test.
+    pub runtime: Choice,
 }
 
 /// `reports/expectations/` beside the cases folder `cases`.
@@ -81,14 +84,16 @@ pub fn expectations_dir(cases: &Path) -> PathBuf {
 /// The expectation files a run reads by itself: `reports/expectations/<device>.yaml`
 /// next to the cases folder, and `policy-<policy>.yaml` under a policy other
 /// than the default.
-pub fn default_expectations(cases: &Path, device: &str, policy: Policy) -> Vec<PathBuf> {
+pub fn default_expectations(
+    cases: &Path,
+    device: &str,
+    policy: Policy,
+    runtime: &Choice,
+) -> Vec<PathBuf> {
     let dir = expectations_dir(cases);
-    // Halide's runtime has its own failures, the same on every device.
-    if let Ok(Some(lib)) = crate::halide::selected() {
-        return vec![dir.join(format!(
-            "runtime-halide-{}.yaml",
-            crate::halide::label(&lib)
-        ))];
+    // Another runtime has its own failures, the same on every device.
+    if runtime.is_halide() {
+        return vec![dir.join(format!("runtime-{}.yaml", runtime.label()))];
     }
     let mut files = vec![dir.join(format!("{}.yaml", device_slug(device)))];
     if policy != Policy::default() {
@@ -188,6 +193,8 @@ pub struct Suite {
     pub root: PathBuf,
     /// The options of every context the cases run on.
     pub options: ContextOptions,
+    /// The runtime under test.
+    pub runtime: Choice,
     /// The device, or why there is none.
     pub device: Result<Device, String>,
     /// Known failures and flakes, from `expectations_files`.
@@ -202,12 +209,15 @@ impl Suite {
         let device = probe(&config.options).map_err(|e| e.to_string())?;
         let files = match (config.expectations.is_empty(), &device) {
             (false, _) => config.expectations,
-            (true, Ok(d)) => {
-                default_expectations(&config.cases, &d.record.name, config.options.policy)
-                    .into_iter()
-                    .filter(|p| p.is_file())
-                    .collect()
-            }
+            (true, Ok(d)) => default_expectations(
+                &config.cases,
+                &d.record.name,
+                config.options.policy,
+                &config.runtime,
+            )
+            .into_iter()
+            .filter(|p| p.is_file())
+            .collect(),
             (true, Err(_)) => Vec::new(),
         };
         let mut expectations = Expectations::default();
@@ -220,6 +230,7 @@ impl Suite {
         Ok(Suite {
             root: config.cases,
             options: config.options,
+            runtime: config.runtime,
             device,
             expectations,
             expectations_files: files,
@@ -289,16 +300,8 @@ impl Suite {
     }
 
     fn decide_plan(&self, plan: CasePlan) -> Decision {
-        if let Ok(Some(_)) = crate::halide::selected() {
-            let needs = match &plan.kind {
-                crate::plan::PlanKind::Runtime(r) => crate::halide::exec::needs(r),
-                crate::plan::PlanKind::Selection(_) => {
-                    Some("vkcopy's memory-type policy (a selection case)".to_owned())
-                }
-            };
-            if let Some(what) = needs {
-                return Decision::Skip(format!("needs {what}, which Halide's runtime lacks"));
-            }
+        if let Some(why) = crate::exec::unsupported(&plan, &self.runtime) {
+            return Decision::Skip(why);
         }
         if !plan.needs_device() {
             return Decision::Run(Box::new(plan));
@@ -323,7 +326,7 @@ impl Suite {
     /// Runs one case in this process (or gives the status decided before running).
     pub fn run_once(&self, entry: &Entry) -> Outcome {
         match &entry.decision {
-            Decision::Run(plan) => exec::run(plan, &self.options),
+            Decision::Run(plan) => exec::run(plan, &self.options, &self.runtime),
             Decision::Skip(why) => Outcome::new(Status::Skip, why.clone(), Default::default()),
             Decision::Broken(e) => Outcome::failed(e.clone()),
             Decision::NoDevice(e) => Outcome::failed(format!("needs a Vulkan device: {e}")),
@@ -377,9 +380,9 @@ impl Suite {
                 .as_ref()
                 .map(|d| d.record.clone())
                 .unwrap_or_default(),
-            policy: match crate::halide::selected() {
-                Ok(Some(lib)) => format!("halide-runtime-{}", crate::halide::label(&lib)),
-                _ => self.options.policy.to_string(),
+            policy: match self.runtime.halide_name() {
+                Some(name) => format!("halide-runtime-{name}"),
+                None => self.options.policy.to_string(),
             },
             simulated_memory: self
                 .options

@@ -17,6 +17,7 @@ use crate::exec;
 use crate::outcome::{Outcome, Status};
 use crate::plan;
 use crate::rt::ContextOptions;
+use crate::runtime::Choice;
 
 /// The start of a result line on a worker's stdout; any other line is output.
 const MARK: &str = "\u{1e}vkcopy-suite-result ";
@@ -51,6 +52,8 @@ impl Spawn {
         if overrides.validation {
             args.push("--validation".to_owned());
         }
+        // The runtime travels as an argument, resolved once by the run.
+        args.extend(["--runtime".to_owned(), overrides.runtime.arg()]);
         Spawn {
             exe: exe.to_owned(),
             args,
@@ -67,6 +70,8 @@ pub struct Overrides {
     pub simulate_memory: Option<PathBuf>,
     /// `--validation`.
     pub validation: bool,
+    /// The runtime under test.
+    pub runtime: Choice,
 }
 
 enum Event {
@@ -246,7 +251,12 @@ fn describe_exit(status: ExitStatus) -> String {
 
 /// The worker side: runs each case path read from `input` and writes its
 /// outcome as one line to stdout.
-pub fn serve(root: &Path, options: &ContextOptions, input: impl BufRead) -> Result<(), String> {
+pub fn serve(
+    root: &Path,
+    options: &ContextOptions,
+    runtime: &Choice,
+    input: impl BufRead,
+) -> Result<(), String> {
     for line in input.lines() {
         let line = line.map_err(|e| format!("stdin: {e}"))?;
         if line.is_empty() {
@@ -257,7 +267,7 @@ pub fn serve(root: &Path, options: &ContextOptions, input: impl BufRead) -> Resu
             Ok(plan) => {
                 let out = match crate::hook::before(&plan.name) {
                     Some(out) => out,
-                    None => exec::run(&plan, options),
+                    None => exec::run(&plan, options, runtime),
                 };
                 crate::hook::after();
                 out

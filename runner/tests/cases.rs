@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkcopy_suite::discover::cases_root;
 use vkcopy_suite::rt::ContextOptions;
+use vkcopy_suite::runtime::Choice;
 use vkcopy_suite::schedule::{self, Schedule, DEFAULT_TIMEOUT};
 use vkcopy_suite::suite::{Config, Decision, Suite};
 use vkcopy_suite::worker::{Overrides, Spawn, Worker};
@@ -30,11 +31,15 @@ fn main() {
         cases: cases_root(),
         options,
         expectations: Vec::new(),
+        runtime: Choice::from_env().unwrap_or_else(|e| exit(e)),
     };
     let spawn = Spawn::new(
         Path::new(env!("CARGO_BIN_EXE_vkcopy-suite")),
         &config.cases,
-        &Overrides::default(),
+        &Overrides {
+            runtime: config.runtime.clone(),
+            ..Overrides::default()
+        },
     );
     let schedule = Arc::new(Schedule {
         jobs: 1,

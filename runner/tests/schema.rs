@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use vkcopy_suite::discover::{case_files, cases_root};
-use vkcopy_suite::{plan, reference, schema};
+use vkcopy_suite::{plan, reference, schema, step_table};
 
 fn committed(file: &str) -> String {
     let path = cases_root().join(file);
@@ -33,6 +33,37 @@ fn committed_schema_and_reference_are_current() {
         committed(reference::REFERENCE_FILE) == reference::text(),
         "cases/{} is stale; {fix}",
         reference::REFERENCE_FILE
+    );
+    assert!(
+        committed(step_table::RUNTIMES_FILE) == step_table::text(&cases_root()).unwrap(),
+        "cases/{} is stale; {fix}",
+        step_table::RUNTIMES_FILE
+    );
+}
+
+/// Every step but those `repeat` and `when` plan away is used by a case,
+/// so the table of steps on each runtime has a row read off a real case.
+#[test]
+fn every_step_is_in_the_runtimes_table_from_a_case() {
+    let table = step_table::text(&cases_root()).unwrap();
+    let unused: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("(no case uses it)"))
+        .collect();
+    assert!(
+        unused
+            .iter()
+            .all(|l| l.starts_with("| `repeat`") || l.starts_with("| `when`")),
+        "{unused:#?}"
+    );
+    assert!(
+        table
+            .contains("| `start_copy_to_host` | `async-copies` | runs | skipped: `async-copies` |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| `copy_to_host` | — | runs | runs |"),
+        "{table}"
     );
 }
 

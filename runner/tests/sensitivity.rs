@@ -25,7 +25,7 @@ fn run(case: &str, options: &ContextOptions) -> (Status, String) {
     let root = cases_root();
     let path = root.join(format!("{}.yaml", case.replace("::", "/")));
     let plan = plan::load(&root, &path).unwrap_or_else(|e| panic!("{e}"));
-    let out = exec::run(&plan, options);
+    let out = exec::run(&plan, options, &vkcopy_suite::runtime::Choice::Vkcopy);
     (out.status, out.message)
 }
 
@@ -119,7 +119,8 @@ fn failing_under(policy: Policy) -> Option<Vec<String>> {
     let mut failed = Vec::new();
     for path in case_files(&root).unwrap() {
         let plan = plan::load(&root, &path).unwrap_or_else(|e| panic!("{e}"));
-        if exec::run(&plan, &options).status == Status::Fail {
+        if exec::run(&plan, &options, &vkcopy_suite::runtime::Choice::Vkcopy).status == Status::Fail
+        {
             failed.push(plan.name);
         }
     }

@@ -300,6 +300,11 @@ named!(Role, "role", [
     DeviceMapped => "device_mapped",
 ]);
 
+/// Buffers under this many bytes may be placed for mapped uploads
+/// ([`Role::DeviceMapped`]), and only their uploads are measured both ways:
+/// from it on, the GPU's copy wins on every device measured.
+pub const MAPPED_MAX_BYTES: u64 = 4 << 20;
+
 /// A memory-type selection policy; see the module docs for the rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Policy {
@@ -487,6 +492,50 @@ impl Policy {
             list.sort_by_key(|&i| !table.types[i as usize].flags.contains(mapped));
         }
         Ok(list)
+    }
+
+    /// Whether small buffers' device memory may be host-visible and coherent
+    /// (mapped uploads): the first [`Role::DeviceMapped`] candidate is.
+    pub fn maps_device_memory(self, table: &MemoryTable, memory_type_bits: u32) -> bool {
+        use vk::MemoryPropertyFlags as F;
+        let mapped = F::HOST_VISIBLE | F::HOST_COHERENT;
+        self == Policy::Vkcopy
+            && self
+                .role_candidates(table, Role::DeviceMapped, memory_type_bits)
+                .is_ok_and(|list| table.types[list[0] as usize].flags.contains(mapped))
+    }
+
+    /// The role of a buffer's device memory of `bytes`, as the runtime places
+    /// it: [`Role::DeviceMapped`] for a small buffer where mapped uploads are on
+    /// (`mapped_uploads`) and the table has the memory for them, else
+    /// [`Role::Device`]. Both are the buffer's device memory to a case.
+    pub fn device_role(
+        self,
+        table: &MemoryTable,
+        memory_type_bits: u32,
+        bytes: u64,
+        mapped_uploads: bool,
+    ) -> Role {
+        match mapped_uploads
+            && bytes < MAPPED_MAX_BYTES
+            && self.maps_device_memory(table, memory_type_bits)
+        {
+            true => Role::DeviceMapped,
+            false => Role::Device,
+        }
+    }
+
+    /// The memory type the runtime tries first for `role`: the head of
+    /// [`Policy::role_candidates`]. `select`, `explain` and selection cases
+    /// answer with it, so they say what the runtime does.
+    pub fn select_role(
+        self,
+        table: &MemoryTable,
+        role: Role,
+        memory_type_bits: u32,
+    ) -> Result<u32, SelectError> {
+        self.role_candidates(table, role, memory_type_bits)
+            .map(|list| list[0])
     }
 
     /// The memory type to allocate first: the first of [`Policy::candidates`].

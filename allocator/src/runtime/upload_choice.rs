@@ -8,10 +8,7 @@ use crate::runtime::calibrations::{Calibrations, Measured};
 use crate::runtime::copy_choice::class_min_bytes;
 use crate::runtime::options::MappedUpload;
 
-/// Buffers under this many bytes are placed in host-visible device memory, and
-/// only uploads under this many bytes are measured both ways: from it on, the
-/// GPU's copy wins on every device measured.
-pub(crate) const MAPPED_MAX_BYTES: u64 = 4 << 20;
+pub(crate) use crate::memory::policy::MAPPED_MAX_BYTES;
 
 /// Timed uploads of each way per calibration; the best of each counts. Near
 /// the crossover the two differ by a few microseconds, so one more than the

@@ -248,13 +248,10 @@ impl Allocator {
         self.policy
     }
 
-    /// Whether small buffers' device memory may be host-visible and coherent:
-    /// the first [`Role::DeviceMapped`] candidate is.
+    /// Whether small buffers' device memory may be host-visible and coherent
+    /// ([`Policy::maps_device_memory`]).
     pub(crate) fn maps_device_memory(&self) -> bool {
-        let mapped = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        self.policy
-            .role_candidates(&self.table, Role::DeviceMapped, self.type_bits)
-            .is_ok_and(|list| self.table.types[list[0] as usize].flags.contains(mapped))
+        self.policy.maps_device_memory(&self.table, self.type_bits)
     }
 
     pub(crate) fn table(&self) -> &MemoryTable {

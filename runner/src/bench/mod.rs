@@ -91,9 +91,10 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
 /// The sweep on Halide's runtime, as a table.
 fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
     let root = crate::discover::cases_root();
-    let lib = match crate::halide::resolve(runtime, &root.join("..")) {
-        Ok(Some(lib)) => lib,
-        Ok(None) => {
+    let choice = crate::runtime::Choice::resolve(runtime, &root.join(".."));
+    let lib = match choice.clone() {
+        Ok(crate::runtime::Choice::Halide(lib)) => lib,
+        Ok(crate::runtime::Choice::Vkcopy) => {
             return Err(Failure::Usage(
                 "--runtime vkcopy: leave --runtime out".into(),
             ))
@@ -104,7 +105,7 @@ fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Resul
     let plan = args.plan(crate::rt::DeviceType::DiscreteGpu);
     print(&format!(
         "Halide {} ({}), best of {} timed runs (at most {} from {}) after {} warm-up copies, host clock",
-        crate::halide::label(&lib),
+        choice.ok().and_then(|c| c.halide_name()).unwrap_or_default(),
         lib.display(),
         args.repeat,
         sweep::BIG_REPEAT,

@@ -57,7 +57,7 @@ pub struct SchemaArgs {
     /// Print the case reference (Markdown, cases/REFERENCE.md) instead of the schema.
     #[arg(long)]
     markdown: bool,
-    /// Write case.schema.json and REFERENCE.md into the cases folder.
+    /// Write case.schema.json, REFERENCE.md and RUNTIMES.md into the cases folder.
     #[arg(long, conflicts_with = "markdown")]
     write: bool,
     #[command(flatten)]
@@ -76,7 +76,12 @@ pub fn schema(args: &SchemaArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let root = args.cases.root();
+    let table = match vkcopy_suite::step_table::text(&root) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
     for (file, text) in [
+        (vkcopy_suite::step_table::RUNTIMES_FILE, table),
         (schema::SCHEMA_FILE, schema::case_schema_text()),
         (reference::REFERENCE_FILE, reference::text()),
         (

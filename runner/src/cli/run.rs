@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use vkcopy_suite::discover::check_pattern;
 use vkcopy_suite::report::{read, Report};
 use vkcopy_suite::rt::Policy;
+use vkcopy_suite::runtime::Choice;
 use vkcopy_suite::schedule::{self, Schedule};
 use vkcopy_suite::suite::{parse_shard, Config, Selection, Suite};
 use vkcopy_suite::worker::{Overrides, Spawn};
@@ -80,8 +81,8 @@ pub fn env_help() -> String {
     let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
     vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
     vars.push((
-        vkcopy_suite::halide::VAR,
-        "the runtime under test: vkcopy, or halide:PATH (as --runtime)",
+        vkcopy_suite::runtime::choice::VAR,
+        "the runtime under test: vkcopy, halide:VERSION or halide:PATH (as --runtime)",
     ));
     vars.push((
         "CI",
@@ -156,6 +157,7 @@ pub fn run(args: Args) -> ExitCode {
                 policy: args.policy.map(|p| p.to_string()),
                 simulate_memory: args.simulate_memory.clone(),
                 validation: args.validation,
+                runtime: suite.runtime.clone(),
             };
             Some(Spawn::new(&exe, &root, &overrides))
         }
@@ -220,21 +222,21 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         args.simulate_memory.as_deref(),
         args.validation,
     )?;
-    if let Some(r) = &args.runtime {
-        match vkcopy_suite::halide::resolve(r, &root.join("..")) {
-            // The workers and the suite read the choice from the environment.
-            Ok(Some(lib)) => std::env::set_var(
-                vkcopy_suite::halide::VAR,
-                format!("halide:{}", lib.display()),
-            ),
-            Ok(None) => std::env::remove_var(vkcopy_suite::halide::VAR),
-            Err(e) => return Err(format!("--runtime {e}")),
+    // Chosen once, here; the suite and the workers take it as a value.
+    let runtime = match &args.runtime {
+        Some(r) => Choice::resolve(r, &root.join("..")).map_err(|e| format!("--runtime {e}"))?,
+        None => Choice::from_env()?,
+    };
+    if let Choice::Halide(lib) = &runtime {
+        if args.policy.is_some_and(|p| p != Policy::default()) {
+            return Err(format!(
+                "--policy: vkcopy's memory-type policies do not reach Halide's runtime ({}), which picks memory types itself",
+                lib.display()
+            ));
         }
-    }
-    if let Some(lib) = vkcopy_suite::halide::selected()? {
         out!(
             "runtime: Halide {} ({})",
-            vkcopy_suite::halide::label(&lib),
+            runtime.halide_name().unwrap_or_default(),
             lib.display()
         );
     }
@@ -254,6 +256,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
             .filter(|p| !args.update_expectations || p.exists())
             .cloned()
             .collect(),
+        runtime,
     };
     let suite = Suite::open(config)?;
     match &suite.device {
@@ -283,6 +286,7 @@ fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<Pa
             &suite.root,
             &d.record.name,
             suite.options.policy,
+            &suite.runtime,
         )
         .pop()
         .unwrap_or_default(),

@@ -14,7 +14,7 @@ pub struct SelectArgs {
     /// A recorded table, e.g. cases/devices/nvidia-h200.yaml.
     #[arg(long)]
     table: PathBuf,
-    /// readback, upload, device, or a VISIBILITY/CACHING pair such as device_to_host/cached_coherent.
+    /// readback, upload, device, device_mapped, or a VISIBILITY/CACHING pair such as device_to_host/cached_coherent.
     #[arg(long)]
     request: String,
     #[arg(long, default_value = "vkcopy")]
@@ -28,17 +28,22 @@ pub fn select(args: &SelectArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let req = match request.parse::<Role>() {
-        Ok(role) => policy.request(role),
+    // A role is answered as the runtime places it (`Policy::select_role`), a raw
+    // request by the policy's ranking alone.
+    let (req, picked) = match request.parse::<Role>() {
+        Ok(role) => (policy.request(role), policy.select_role(&t, role, u32::MAX)),
         Err(_) => match request.parse::<MemoryRequest>() {
-            Ok(r) => r,
+            Ok(r) => {
+                let picked = policy.select(&t, &r, u32::MAX);
+                (r, picked)
+            }
             Err(e) => {
-                let want = "expected readback, upload, device or VISIBILITY/CACHING";
+                let want = "expected readback, upload, device, device_mapped or VISIBILITY/CACHING";
                 return fail(format!("request '{request}': {want}: {e}"));
             }
         },
     };
-    match policy.select(&t, &req, u32::MAX) {
+    match picked {
         Ok(ty) => {
             out!("{}", t.describe_type(ty));
             ExitCode::SUCCESS

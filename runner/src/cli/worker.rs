@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use vkcopy_suite::rt::Policy;
+use vkcopy_suite::runtime::Choice;
 
 use super::{fail, options};
 
@@ -19,6 +20,9 @@ pub struct Args {
     simulate_memory: Option<PathBuf>,
     #[arg(long)]
     validation: bool,
+    /// `vkcopy` or `halide:PATH`, as the run resolved it.
+    #[arg(long, default_value = "vkcopy")]
+    runtime: String,
 }
 
 /// Serves case files from stdin until it closes.
@@ -28,7 +32,10 @@ pub fn worker(args: &Args) -> ExitCode {
         args.simulate_memory.as_deref(),
         args.validation,
     )
-    .and_then(|o| vkcopy_suite::worker::serve(&args.cases, &o, std::io::stdin().lock()));
+    .and_then(|o| {
+        let runtime = Choice::resolve(&args.runtime, &args.cases)?;
+        vkcopy_suite::worker::serve(&args.cases, &o, &runtime, std::io::stdin().lock())
+    });
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),

@@ -58,7 +58,9 @@ impl StepKind {
             StepKind::Malloc => Some(Role::Device),
             StepKind::Upload => Some(Role::Upload),
             StepKind::Readback => Some(Role::Readback),
-            _ => None,
+            // No staging between two buffers' device memory.
+            StepKind::DeviceToDevice => Some(Role::Device),
+            StepKind::Kernel => None,
         }
     }
 }
@@ -80,6 +82,11 @@ struct Seen {
     memories: HashMap<u64, Memory>,
     /// Buffers: the type bits Halide was told they may use, and their size.
     buffers: HashMap<u64, (u32, u64)>,
+    /// Buffers made for both directions of transfer: Halide's device memory
+    /// (`MemoryUsage::TransferSrcDst`), where its staging is made for one.
+    both_ways: std::collections::HashSet<u64>,
+    /// The placements of the current step that bound such a buffer, in order.
+    step_both_ways: Vec<usize>,
     mappings: u64,
     heap_used: Vec<u64>,
     kind: Option<StepKind>,
@@ -180,6 +187,19 @@ pub fn begin_step(kind: Option<StepKind>) {
     s.noncoherent_maps = 0;
     s.flushes = 0;
     s.invalidates = 0;
+    s.step_both_ways.clear();
+}
+
+/// The current step gave a buffer its device memory: the first buffer for
+/// both directions bound in the step holds it (Halide allocates a buffer's
+/// device memory before any staging), so its placement is the buffer's
+/// `device` memory, whichever call made it.
+pub fn claim_device() {
+    let mut s = seen();
+    let s = &mut *s;
+    if let Some(&i) = s.step_both_ways.first() {
+        s.placements[i].role = Role::Device.to_string();
+    }
 }
 
 /// Ends a copy step: non-coherent memory the host read without an invalidate,
@@ -515,8 +535,13 @@ unsafe extern "system" fn create_buffer(
         // SAFETY: written by the driver on success.
         let b = vk::Handle::as_raw(unsafe { *out });
         // SAFETY: Halide's create info.
-        let size = unsafe { (*info).size };
-        seen().buffers.insert(b, (u32::MAX, size));
+        let (size, usage) = unsafe { ((*info).size, (*info).usage) };
+        let mut s = seen();
+        s.buffers.insert(b, (u32::MAX, size));
+        let both = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+        if usage.contains(both) {
+            s.both_ways.insert(b);
+        }
     }
     r
 }
@@ -530,7 +555,9 @@ unsafe extern "system" fn destroy_buffer(
         // SAFETY: forwarded.
         unsafe { f(device, buffer, callbacks) };
     }
-    seen().buffers.remove(&vk::Handle::as_raw(buffer));
+    let mut s = seen();
+    s.buffers.remove(&vk::Handle::as_raw(buffer));
+    s.both_ways.remove(&vk::Handle::as_raw(buffer));
 }
 
 unsafe extern "system" fn get_buffer_memory_requirements(
@@ -607,6 +634,9 @@ unsafe extern "system" fn bind_buffer_memory(
                         .get(ty as usize)
                         .map_or((vk::MemoryPropertyFlags::empty(), 0), |t| (t.flags, t.heap)),
                 };
+                if s.both_ways.contains(&vk::Handle::as_raw(buffer)) {
+                    s.step_both_ways.push(s.placements.len());
+                }
                 s.placements.push(PlacementRecord {
                     role: role.to_string(),
                     memory_type: ty,

@@ -7,10 +7,15 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::rt::{counter_names, parse_property_flag, Buffer, Expr, MemoryPropertyFlags, Role};
+use crate::rt::{
+    counter_names, parse_property_flag, property_flags_name, Buffer, Expr, MemoryPropertyFlags,
+    Role,
+};
+use crate::runtime::capability::SHARED_COUNTERS;
+use crate::runtime::{own_state, role_answers, Capability, Runtime};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
-use crate::steps::state::{State, StepError};
+use crate::steps::state::StepError;
 use crate::vocab::{Counters, FlagName, RoleName};
 
 /// The check steps as written.
@@ -206,32 +211,47 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
     })
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+/// What the step needs beyond the primitives of every runtime.
+pub fn needs(op: &Op) -> Option<Capability> {
+    match op {
+        Op::Expect { .. } | Op::ExpectFlags { .. } | Op::ExpectMemory { .. } => None,
+        Op::ExpectCounters(want) => want
+            .iter()
+            .all(|(n, _)| !SHARED_COUNTERS.contains(&n.as_str()))
+            .then_some(Capability::OwnCounters),
+        Op::ExpectConcurrent(_) => Some(Capability::WorkInFlight),
+    }
+}
+
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match op {
         Op::Expect {
             buffer,
             value,
             region,
-        } => expect(s, *buffer, value, region.as_ref()),
+        } => expect_in(rt.host(*buffer)?, value, region.as_ref()),
         Op::ExpectFlags {
             buffer,
             host_dirty,
             device_dirty,
             has_device,
         } => {
-            let b = s.get(*buffer)?;
-            let got = [b.host_dirty(), b.device_dirty(), b.has_device_allocation()];
-            flags_as_expected(b.name(), [*host_dirty, *device_dirty, *has_device], got)
-                .map_err(StepError::Check)
-        }
-        Op::ExpectCounters(want) => {
-            let have = s.ctx.counters();
-            counters_as_expected("expect_counters", want, |name| {
-                Some(have.iter().find(|(n, _)| *n == name).map_or(0, |(_, g)| *g))
-            })
+            let f = rt.flags(*buffer)?;
+            let got = [f.host_dirty, f.device_dirty, f.has_device];
+            flags_as_expected(
+                &rt.slot_name(*buffer),
+                [*host_dirty, *device_dirty, *has_device],
+                got,
+            )
             .map_err(StepError::Check)
         }
+        Op::ExpectCounters(want) => {
+            // A counter without a meaning on this runtime is left out.
+            counters_as_expected("expect_counters", want, |name| rt.counter(name))
+                .map_err(StepError::Check)
+        }
         Op::ExpectConcurrent(want) => {
+            let s = own_state(rt, Capability::WorkInFlight)?;
             let work = &s.ctx.stats().work_in_flight;
             // An async copy that ran while a step of this case worked is two at once.
             let overlapped = s.overlapped();
@@ -250,7 +270,7 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             memory_type,
             flags,
             fallbacks,
-        } => expect_memory(s, *role, *memory_type, flags.as_ref(), *fallbacks),
+        } => expect_memory(rt, *role, *memory_type, flags.as_ref(), *fallbacks),
     }
 }
 
@@ -291,15 +311,6 @@ pub fn flags_as_expected(
         return Ok(());
     }
     Err(format!("expect_flags {name}: {}", wrong.join(", ")))
-}
-
-fn expect(
-    s: &State,
-    buffer: usize,
-    value: &Expr,
-    region: Option<&(Vec<i64>, Vec<i64>)>,
-) -> Result<(), StepError> {
-    expect_in(s.get(buffer)?, value, region)
 }
 
 /// Checks the host values of `whole` (within `region`, clipped to it) against `value`.
@@ -394,27 +405,27 @@ fn mismatch_box(b: &Buffer, mut want: impl FnMut(&[i64]) -> i64) -> (Vec<i64>, V
     (lo, extent)
 }
 
-fn expect_memory(
-    s: &State,
+/// The last placement answering `role` ([`role_answers`]) against what the
+/// step asks, on any runtime.
+fn expect_memory<'a>(
+    rt: &dyn Runtime<'a>,
     role: Role,
     memory_type: Option<u32>,
     flags: Option<&(MemoryPropertyFlags, String)>,
     fallbacks: Option<u32>,
 ) -> Result<(), StepError> {
-    let ctx = s.ctx;
-    let placements = ctx.stats().placements();
+    let placements = rt.placements();
     let p = placements
         .iter()
         .rev()
-        .find(|p| p.role == role)
+        .find(|p| role_answers(role, &p.role))
         .ok_or_else(|| format!("expect_memory: no {role} allocation was made"))?;
-    let table = ctx.memory_table();
-    let landed = table.describe_type(p.memory_type);
+    let landed = rt.describe_type(p.memory_type);
     if let Some(t) = memory_type.filter(|t| *t != p.memory_type) {
         return Err(StepError::Check(format!(
-            "expect_memory: {role} landed in {landed}, expected {} (policy {})",
-            table.describe_type(t),
-            ctx.policy()
+            "expect_memory: {role} landed in {landed}, expected {} ({})",
+            rt.describe_type(t),
+            rt.chooser()
         )));
     }
     if let Some(f) = fallbacks.filter(|f| *f != p.fallbacks) {
@@ -423,10 +434,12 @@ fn expect_memory(
             p.fallbacks
         )));
     }
-    if let Some((_, names)) = flags.filter(|(want, _)| *want != p.flags) {
-        return Err(StepError::Check(format!(
-            "expect_memory: {role} landed in {landed}, expected flags {names}"
-        )));
+    if let Some((want, names)) = flags {
+        if property_flags_name(*want) != p.flags {
+            return Err(StepError::Check(format!(
+                "expect_memory: {role} landed in {landed}, expected flags {names}"
+            )));
+        }
     }
     Ok(())
 }

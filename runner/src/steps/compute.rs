@@ -8,8 +8,9 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::{box_text, Buffer, Context, Dim, ElemType, Error, Expr, Kernels, Value};
+use crate::runtime::{Capability, Runtime};
 use crate::steps::planner::{Planner, Slot};
-use crate::steps::state::{State, StepError};
+use crate::steps::state::StepError;
 
 /// The compute steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -403,24 +404,30 @@ fn plan_add(
     Ok((o, inputs, value))
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
-    let ctx = s.ctx;
+/// What the step needs beyond the primitives of every runtime.
+pub fn needs(op: &Op) -> Option<Capability> {
+    match op {
+        Op::FillHost { .. }
+        | Op::AddHost { .. }
+        | Op::FillDevice { .. }
+        | Op::AddDevice { .. }
+        | Op::MapDevice { .. } => None,
+        Op::SumDevice { .. } => Some(Capability::SumKernel),
+    }
+}
+
+/// Host stages run here, the same on every runtime; device kernels are the
+/// runtime's ([`Runtime::kernel`]).
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match op {
         Op::FillHost { buffer, value } => {
             let f = value.compile();
-            let b = s.get_mut(*buffer)?;
+            let b = rt.host_mut(*buffer)?;
             match super::aliased::distinct_part(b, value)? {
-                Some((mut part, _)) => {
-                    part.fill(|c| f.eval(c))?;
-                    b.set_host_dirty(true);
-                }
+                Some((mut part, _)) => part.fill(|c| f.eval(c))?,
                 None => b.fill(|c| f.eval(c))?,
             }
-        }
-        Op::FillDevice { buffer, value } => {
-            let b = s.get_mut(*buffer)?;
-            supported(ctx, b)?;
-            ctx.kernel_fill(b, value)?;
+            rt.set_dirty(*buffer, Some(true), None)
         }
         Op::AddHost { out, inputs, value } => {
             // Without inputs the add is in place, as on the device.
@@ -429,76 +436,19 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             } else {
                 inputs.clone()
             };
-            add_host(s, *out, &inputs, value.as_ref())?;
+            add_host(rt, *out, &inputs, value.as_ref())
         }
-        Op::AddDevice {
-            out,
-            inputs,
-            constant,
-        } => add_device(s, *out, inputs, Kernel::Add(*constant))?,
-        Op::MapDevice { out, inputs, value } => add_device(s, *out, inputs, Kernel::Map(value))?,
-        Op::SumDevice { out, input, dim } => {
-            let mut i = s.take(*input)?;
-            let result = s.get_mut(*out).and_then(|o| {
-                supported(ctx, o)?;
-                ctx.kernel_sum(o, &mut i, *dim).map_err(StepError::Runtime)
-            });
-            s.put(*input, i);
-            result?;
-        }
+        Op::FillDevice { .. }
+        | Op::AddDevice { .. }
+        | Op::MapDevice { .. }
+        | Op::SumDevice { .. } => rt.kernel(op),
     }
-    Ok(())
-}
-
-/// Skips the case when the device cannot run kernels on the buffer's element type.
-fn supported(ctx: &Context, b: &Buffer) -> Result<(), StepError> {
-    ctx.kernel_supports(b.elem())
-        .map_err(|e| StepError::Unsupported(e.to_string()))
 }
 
 /// A kernel of an output and inputs.
-enum Kernel<'a> {
+pub enum Kernel<'a> {
     Add(i64),
     Map(&'a Expr),
-}
-
-fn add_device(
-    s: &mut State,
-    out: usize,
-    inputs: &[usize],
-    kernel: Kernel<'_>,
-) -> Result<(), StepError> {
-    // Take the buffers out of their slots for disjoint borrows; put them back.
-    let mut o = s.take(out)?;
-    let mut ins = Vec::new();
-    for &i in inputs {
-        match s.take(i) {
-            Ok(b) => ins.push((i, b)),
-            Err(e) => {
-                s.put(out, o);
-                for (j, b) in ins {
-                    s.put(j, b);
-                }
-                return Err(e);
-            }
-        }
-    }
-    let ctx = s.ctx;
-    let result = supported(ctx, &o)
-        .and_then(|()| ins.iter().try_for_each(|(_, b)| supported(ctx, b)))
-        .and_then(|()| {
-            let mut refs: Vec<&mut Buffer> = ins.iter_mut().map(|(_, b)| b).collect();
-            match kernel {
-                Kernel::Add(constant) => ctx.kernel_add(&mut o, &mut refs, constant),
-                Kernel::Map(value) => ctx.kernel_map(&mut o, &mut refs, value),
-            }
-            .map_err(StepError::Runtime)
-        });
-    s.put(out, o);
-    for (j, b) in ins {
-        s.put(j, b);
-    }
-    result
 }
 
 /// `out(c) = sum of inputs(c) + value(c)` on the host. Values are read first and
@@ -567,29 +517,29 @@ pub fn combine(
     Ok(sums)
 }
 
-fn add_host(
-    s: &mut State,
+fn add_host<'a>(
+    rt: &mut dyn Runtime<'a>,
     out: usize,
     inputs: &[usize],
     value: Option<&Expr>,
 ) -> Result<(), StepError> {
     let sums = {
-        let o = s.get(out)?;
+        let r: &dyn Runtime<'a> = rt;
         let mut ins = Vec::new();
         for &i in inputs {
-            let b = s.get(i)?;
-            if b.device_dirty() {
+            if r.flags(i)?.device_dirty {
                 return Err(StepError::Check(format!(
                     "add_host: input {} is device-dirty: its host memory is stale (copy_to_host first)",
-                    b.name()
+                    r.slot_name(i)
                 )));
             }
-            ins.push(b);
+            ins.push(r.host(i)?);
         }
-        add_sums(o, &ins, value)?
+        add_sums(r.host(out)?, &ins, value)?
     };
-    let o = s.get_mut(out)?;
     let mut next = sums.into_iter();
-    o.fill(|_| next.next().unwrap_or(0))
-        .map_err(StepError::Runtime)
+    rt.host_mut(out)?
+        .fill(|_| next.next().unwrap_or(0))
+        .map_err(StepError::Runtime)?;
+    rt.set_dirty(out, Some(true), None)
 }

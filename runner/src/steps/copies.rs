@@ -4,8 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
+use crate::runtime::{Capability, Runtime};
 use crate::steps::planner::Planner;
-use crate::steps::state::{State, StepError};
+use crate::steps::state::StepError;
 use crate::vocab::BufferName;
 
 /// The copy steps as written.
@@ -63,19 +64,21 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
     })
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
-    let ctx = s.ctx;
+/// Copies run on every runtime.
+pub fn needs(op: &Op) -> Option<Capability> {
     match op {
-        Op::CopyToDevice(b) => ctx.copy_to_device(s.get_mut(*b)?)?,
-        Op::CopyToHost(b) => ctx.copy_to_host(s.get_mut(*b)?)?,
+        Op::CopyToDevice(_) | Op::CopyToHost(_) | Op::BufferCopy { .. } => None,
+    }
+}
+
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
+    match op {
+        Op::CopyToDevice(b) => rt.copy_to_device(*b),
+        Op::CopyToHost(b) => rt.copy_to_host(*b),
         Op::BufferCopy {
             from,
             to,
             to_device,
-        } => {
-            let (src, dst) = s.pair(*from, *to)?;
-            ctx.buffer_copy(src, dst, *to_device)?;
-        }
+        } => rt.buffer_copy(*from, *to, *to_device),
     }
-    Ok(())
 }

@@ -6,9 +6,10 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::span_bytes;
+use crate::runtime::{own_state, Capability, Runtime};
 use crate::steps::native::{self, MAX_NATIVE_BYTES};
 use crate::steps::planner::Planner;
-use crate::steps::state::{State, StepError};
+use crate::steps::state::StepError;
 use crate::vocab::BufferName;
 
 /// The memory steps as written.
@@ -224,43 +225,51 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
     })
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
-    let ctx = s.ctx;
+/// What the step needs beyond the primitives of every runtime.
+pub fn needs(op: &Op) -> Option<Capability> {
     match op {
-        Op::DeviceMalloc(b) => ctx.device_malloc(s.get_mut(*b)?)?,
-        Op::DeviceFree(b) => ctx.device_free(s.get_mut(*b)?)?,
-        Op::DeviceAndHostMalloc(b) => ctx.device_and_host_malloc(s.get_mut(*b)?)?,
-        Op::DeviceAndHostFree(b) => ctx.device_and_host_free(s.get_mut(*b)?)?,
-        Op::Release(b) => {
-            ctx.device_free(s.get_mut(*b)?)?;
-            s.drop_slot(*b);
+        Op::DeviceMalloc(_)
+        | Op::DeviceFree(_)
+        | Op::Release(_)
+        | Op::SetDirty { .. }
+        | Op::FillHeap { .. }
+        | Op::ReuseDeviceAllocations(_)
+        | Op::DeviceRelease => None,
+        Op::DeviceAndHostMalloc(_) | Op::DeviceAndHostFree(_) => {
+            Some(Capability::RuntimeHostMemory)
         }
+        Op::ReleaseUnused => Some(Capability::ReleaseUnused),
+        Op::NativeBuffer { .. } | Op::WrapNative { .. } | Op::DetachNative(_) => {
+            Some(Capability::NativeBuffers)
+        }
+    }
+}
+
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
+    match op {
+        Op::DeviceMalloc(b) => return rt.device_malloc(*b),
+        Op::DeviceFree(b) => return rt.device_free(*b),
+        Op::Release(b) => return rt.release(*b),
         Op::SetDirty {
             buffer,
             host_dirty,
             device_dirty,
-        } => {
-            // Through the setters: `false` says the other side holds the same data,
-            // also for writes counted through views of the same memory.
-            let b = s.get_mut(*buffer)?;
-            if let Some(h) = host_dirty {
-                b.set_host_dirty(*h);
-            }
-            if let Some(d) = device_dirty {
-                b.set_device_dirty(*d);
-            }
-        }
-        Op::FillHeap { heap, leave } => {
-            ctx.fill_heap(*heap, *leave)?;
-        }
+        } => return rt.set_dirty(*buffer, *host_dirty, *device_dirty),
+        Op::FillHeap { heap, leave } => return rt.fill_heap(*heap, *leave),
+        Op::ReuseDeviceAllocations(on) => return rt.reuse_device_allocations(*on),
+        Op::DeviceRelease => return rt.device_release(),
+        _ => {}
+    }
+    let Some(need) = needs(op) else {
+        return Ok(());
+    };
+    let s = own_state(rt, need)?;
+    let ctx = s.ctx;
+    match op {
+        Op::DeviceAndHostMalloc(b) => ctx.device_and_host_malloc(s.get_mut(*b)?)?,
+        Op::DeviceAndHostFree(b) => ctx.device_and_host_free(s.get_mut(*b)?)?,
         Op::ReleaseUnused => {
             ctx.release_unused();
-        }
-        Op::ReuseDeviceAllocations(on) => {
-            ctx.reuse_device_allocations(*on);
-        }
-        Op::DeviceRelease => {
-            ctx.device_release();
         }
         Op::NativeBuffer { native, bytes } => {
             let n = native::Native::new(ctx, *bytes).map_err(|e| match e {
@@ -289,6 +298,14 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
                 )));
             }
         }
+        // Primitives, run above.
+        Op::DeviceMalloc(_)
+        | Op::DeviceFree(_)
+        | Op::Release(_)
+        | Op::SetDirty { .. }
+        | Op::FillHeap { .. }
+        | Op::ReuseDeviceAllocations(_)
+        | Op::DeviceRelease => {}
     }
     Ok(())
 }

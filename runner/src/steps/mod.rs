@@ -42,8 +42,9 @@ use serde_saphyr::Spanned;
 
 use crate::error::CaseError;
 use crate::names;
+use crate::runtime::{own_state, Capability, Runtime};
 use planner::Planner;
-use state::{State, StepError};
+use state::StepError;
 
 /// One step as written: its name and its family's fields.
 #[derive(Debug)]
@@ -551,35 +552,55 @@ fn plan_control(
     Ok(())
 }
 
-/// Runs one checked step.
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+/// What `op` needs beyond the primitives every runtime has (`None`: nothing).
+/// Every family answers for every one of its steps, with no catch-all arm, so
+/// a new step must say.
+pub fn needs(op: &Op) -> Option<Capability> {
+    match &op.kind {
+        OpKind::Memory(o) => memory::needs(o),
+        OpKind::Copies(o) => copies::needs(o),
+        OpKind::AsyncCopies(_) => Some(Capability::AsyncCopies),
+        OpKind::Views(o) => views::needs(o),
+        OpKind::Compute(o) => compute::needs(o),
+        OpKind::Checks(o) => checks::needs(o),
+        OpKind::Measure(_) => Some(Capability::TimedCopies),
+        OpKind::ExpectError { op, .. } => needs(op),
+        OpKind::Repeat { ops, .. } => ops.iter().find_map(needs),
+        OpKind::Threads { .. } => Some(Capability::Threads),
+    }
+}
+
+/// Runs one checked step on `rt`.
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     let work = matches!(
         op.kind,
         OpKind::Copies(_) | OpKind::Compute(_) | OpKind::Checks(_)
     );
-    if work && s.copying() {
+    if work && rt.vkcopy().is_some_and(|s| s.copying()) {
         let from = std::time::Instant::now();
-        let ran = run_kind(op, s);
-        s.worked_since(from);
+        let ran = run_kind(op, rt);
+        if let Some(s) = rt.vkcopy() {
+            s.worked_since(from);
+        }
         return ran;
     }
-    run_kind(op, s)
+    run_kind(op, rt)
 }
 
-fn run_kind(op: &Op, s: &mut State) -> Result<(), StepError> {
+fn run_kind<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match &op.kind {
-        OpKind::Memory(o) => memory::run(o, s),
-        OpKind::Copies(o) => copies::run(o, s),
-        OpKind::AsyncCopies(o) => async_copies::run(o, s),
-        OpKind::Views(o) => views::run(o, s),
-        OpKind::Compute(o) => compute::run(o, s),
-        OpKind::Checks(o) => checks::run(o, s),
-        OpKind::Measure(o) => measure::run(o, s),
-        OpKind::ExpectError { error, op: inner } => match run(inner, s) {
+        OpKind::Memory(o) => memory::run(o, rt),
+        OpKind::Copies(o) => copies::run(o, rt),
+        OpKind::AsyncCopies(o) => async_copies::run(o, own_state(rt, Capability::AsyncCopies)?),
+        OpKind::Views(o) => views::run(o, rt),
+        OpKind::Compute(o) => compute::run(o, rt),
+        OpKind::Checks(o) => checks::run(o, rt),
+        OpKind::Measure(o) => measure::run(o, own_state(rt, Capability::TimedCopies)?),
+        OpKind::ExpectError { error, op: inner } => match run(inner, rt) {
             Ok(()) => Err(StepError::Check(format!(
                 "expect_error: the step succeeded; expected error {error}"
             ))),
-            Err(StepError::Runtime(e)) if e.name() == error => Ok(()),
+            Err(e) if e.error_name() == Some(error.as_str()) => Ok(()),
             Err(e) => Err(StepError::Check(format!(
                 "expect_error: expected {error}, got: {e}"
             ))),

@@ -13,8 +13,25 @@ use crate::steps::native::Native;
 #[derive(Debug)]
 pub enum StepError {
     Runtime(Error),
+    /// A call of a runtime's C ABI returned an error: its name (Halide's
+    /// `halide_error_code_t`, as `expect_error` names it) and what it said.
+    Call {
+        name: &'static str,
+        message: String,
+    },
     Check(String),
     Unsupported(String),
+}
+
+impl StepError {
+    /// The error's name for `expect_error`, for an error of the runtime.
+    pub fn error_name(&self) -> Option<&str> {
+        match self {
+            StepError::Runtime(e) => Some(e.name()),
+            StepError::Call { name, .. } => Some(name),
+            StepError::Check(_) | StepError::Unsupported(_) => None,
+        }
+    }
 }
 
 impl From<Error> for StepError {
@@ -33,6 +50,7 @@ impl std::fmt::Display for StepError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StepError::Runtime(e) => write!(f, "{e}"),
+            StepError::Call { message, .. } => f.write_str(message),
             StepError::Check(m) | StepError::Unsupported(m) => f.write_str(m),
         }
     }
@@ -122,6 +140,15 @@ impl<'a> State<'a> {
 
     pub fn put(&mut self, i: usize, b: Buffer) {
         self.bufs[i] = Some(b);
+    }
+
+    /// Empties every slot: buffers first, then what they wrap.
+    pub fn clear(&mut self) {
+        self.bufs.iter_mut().for_each(|b| *b = None);
+        self.inflight.iter_mut().for_each(|c| *c = None);
+        self.events.iter_mut().for_each(|e| *e = None);
+        self.wrapped.clear();
+        self.natives.clear();
     }
 
     /// Empties a slot.

@@ -6,9 +6,10 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::{Dim, MAX_DIMS};
+use crate::runtime::{Capability, Runtime};
 use crate::steps::bind::Int;
 use crate::steps::planner::{plain, Planner};
-use crate::steps::state::{State, StepError};
+use crate::steps::state::StepError;
 
 /// The view steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -101,6 +102,18 @@ pub enum Op {
         from: usize,
         to: usize,
     },
+}
+
+impl Op {
+    /// The slot viewed and the slot of the view.
+    pub fn slots(&self) -> (usize, usize) {
+        match self {
+            Op::Crop { from, to, .. }
+            | Op::Slice { from, to, .. }
+            | Op::View { from, to, .. }
+            | Op::ViewNoHost { from, to } => (*from, *to),
+        }
+    }
 }
 
 pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
@@ -250,21 +263,25 @@ fn check_crop(p: &Planner, f: usize, min: &[i64], extent: &[i64]) -> Result<(), 
     Ok(())
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
-    let (to, view) = match op {
-        Op::Crop {
-            from,
-            to,
-            min,
-            extent,
-        } => (*to, s.get(*from)?.cropped(s.name(*to), min, extent)?),
-        Op::Slice { from, to, dim, pos } => (*to, s.get(*from)?.sliced(s.name(*to), *dim, *pos)?),
-        Op::View { from, to, at, dims } => (
-            *to,
-            s.get(*from)?.strided_view(s.name(*to), at, dims.clone())?,
-        ),
-        Op::ViewNoHost { from, to } => (*to, s.get(*from)?.without_host(s.name(*to))),
+/// Views are made on every runtime (a strided view of device memory is
+/// refused at run time by a runtime that views device memory only by crop and slice).
+pub fn needs(op: &Op) -> Option<Capability> {
+    match op {
+        Op::Crop { .. } | Op::Slice { .. } | Op::View { .. } | Op::ViewNoHost { .. } => None,
+    }
+}
+
+/// The view's host side is made here, once for every runtime; the runtime
+/// aliases its device memory.
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
+    let (from, to) = op.slots();
+    let name = rt.slot_name(to);
+    let src = rt.host(from)?;
+    let view = match op {
+        Op::Crop { min, extent, .. } => src.cropped(&name, min, extent)?,
+        Op::Slice { dim, pos, .. } => src.sliced(&name, *dim, *pos)?,
+        Op::View { at, dims, .. } => src.strided_view(&name, at, dims.clone())?,
+        Op::ViewNoHost { .. } => src.without_host(&name),
     };
-    s.put(to, view);
-    Ok(())
+    rt.put_view(from, to, view, op)
 }

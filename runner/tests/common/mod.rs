@@ -21,5 +21,9 @@ pub fn run_case(file: &str, case: &str, options: &ContextOptions) -> Option<Outc
     let path = dir.path().join(file);
     std::fs::write(&path, case).unwrap();
     let plan = plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
-    Some(exec::run(&plan, options))
+    Some(exec::run(
+        &plan,
+        options,
+        &vkcopy_suite::runtime::Choice::Vkcopy,
+    ))
 }

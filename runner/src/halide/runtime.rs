@@ -1,0 +1,692 @@
+//! Halide's runtime as a [`Runtime`]: each buffer is a `halide_buffer_t`
+//! over host memory the suite owns, and each primitive calls the Halide entry
+//! point of its name. Halide has no kernels of the suite's, so a device fill,
+//! add or map is emulated: computed on the host from the inputs' current
+//! values and written with Halide's own `halide_buffer_copy`, which leaves the
+//! output's dirty bits as a pipeline's would (device dirty, host untouched). A
+//! failure there says it came from the emulation.
+
+use std::ffi::c_int;
+use std::sync::MutexGuard;
+
+use super::ffi::{
+    self, HalideBuffer, HalideDimension, HalideType, Library, DEVICE_DIRTY, HOST_DIRTY,
+};
+use super::shim::{self, StepKind};
+use crate::outcome::PlacementRecord;
+use crate::rt::{Buffer, DeviceType, Dim, ElemType, Expr};
+use crate::runtime::{Capability, Finish, Flags, Runtime};
+use crate::steps::compute;
+use crate::steps::state::{State, StepError};
+use crate::steps::views;
+
+/// One buffer or view as Halide sees it.
+struct Slot {
+    /// The host side: shape and memory, never given a device by vkcopy.
+    host: Buffer,
+    raw: Box<HalideBuffer>,
+    /// The shape `raw.dim` points at.
+    _dims: Box<[HalideDimension]>,
+    /// Its device memory is a crop or slice of another slot's, made by Halide:
+    /// given back with `halide_device_release_crop`.
+    view: bool,
+    /// The buffer whose device memory this one is or views, by a number unique
+    /// in the case: a buffer released while views of it live keeps its device
+    /// memory until the last view goes, as Halide's `Buffer` does.
+    root: u64,
+}
+
+/// Numbers for [`Slot::root`].
+fn next_root() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+fn halide_type(e: ElemType) -> HalideType {
+    let code = match e.name().as_bytes()[0] {
+        b'i' => 0,
+        b'u' => 1,
+        _ => 2,
+    };
+    HalideType {
+        code,
+        bits: (e.bytes() * 8) as u8,
+        lanes: 1,
+    }
+}
+
+impl Slot {
+    fn new(host: Buffer, flags: u64, view: bool) -> Result<Slot, StepError> {
+        let mut dims: Box<[HalideDimension]> = host
+            .dims()
+            .iter()
+            .map(|d| -> Result<HalideDimension, StepError> {
+                let n = |v: i64| {
+                    i32::try_from(v).map_err(|_| {
+                        StepError::Check(format!(
+                            "{}: {v} does not fit halide_dimension_t's 32 bits",
+                            host.name()
+                        ))
+                    })
+                };
+                Ok(HalideDimension {
+                    min: n(d.min)?,
+                    extent: n(d.extent)?,
+                    stride: n(d.stride)?,
+                    flags: 0,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let ptr = host.host_view().map_or(std::ptr::null_mut(), |h| {
+            let mem = h.memory.read().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: the offset is within the memory (the view's first element).
+            unsafe { mem.as_ptr().add(h.offset) as *mut u8 }
+        });
+        let raw = Box::new(HalideBuffer {
+            device: 0,
+            device_interface: std::ptr::null(),
+            host: ptr,
+            flags,
+            ty: halide_type(host.elem()),
+            dimensions: dims.len() as i32,
+            dim: dims.as_mut_ptr(),
+            padding: std::ptr::null_mut(),
+        });
+        Ok(Slot {
+            host,
+            raw,
+            _dims: dims,
+            view,
+            root: next_root(),
+        })
+    }
+
+    fn flag(&self, f: u64) -> bool {
+        self.raw.flags & f != 0
+    }
+
+    fn set_flag(&mut self, f: u64, on: bool) {
+        if on {
+            self.raw.flags |= f;
+        } else {
+            self.raw.flags &= !f;
+        }
+    }
+}
+
+/// A case running on Halide's runtime. Halide's state is global to the
+/// process, so one case runs at a time: the guard is held until it is dropped.
+pub struct HalideRuntime {
+    lib: &'static Library,
+    slots: Vec<Option<Slot>>,
+    names: Vec<String>,
+    /// Host to host copies.
+    host_copies: u64,
+    host_bytes: u64,
+    /// Released buffers whose views still live.
+    deferred: Vec<Slot>,
+    _one: MutexGuard<'static, ()>,
+}
+
+/// The name of a Halide error code and `halide_error`'s words, as a failure.
+fn check(call: &str, code: c_int) -> Result<(), StepError> {
+    let said = ffi::take_errors();
+    if code == 0 {
+        return Ok(());
+    }
+    let name = ffi::error_name(code);
+    let words = if said.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", said.join("; "))
+    };
+    Err(StepError::Call {
+        name,
+        message: format!("{call} returned {code} ({name}){words}"),
+    })
+}
+
+/// A failure of an emulated kernel, said to be one.
+fn emulated(e: StepError) -> StepError {
+    let how = "emulated kernel (computed on the host, written with halide_buffer_copy)";
+    match e {
+        StepError::Call { name, message } => StepError::Call {
+            name,
+            message: format!("{how}: {message}"),
+        },
+        StepError::Check(m) => StepError::Check(format!("{how}: {m}")),
+        other => other,
+    }
+}
+
+impl HalideRuntime {
+    /// A case on `lib` with `slots` named so, holding `one` (the process's turn).
+    pub(super) fn new(
+        lib: &'static Library,
+        names: Vec<String>,
+        one: MutexGuard<'static, ()>,
+    ) -> Self {
+        HalideRuntime {
+            lib,
+            slots: names.iter().map(|_| None).collect(),
+            names,
+            host_copies: 0,
+            host_bytes: 0,
+            deferred: Vec::new(),
+            _one: one,
+        }
+    }
+
+    fn get(&self, i: usize) -> Result<&Slot, StepError> {
+        self.slots[i]
+            .as_ref()
+            .ok_or_else(|| StepError::Check(format!("{} has no buffer here", self.names[i])))
+    }
+
+    fn get_mut(&mut self, i: usize) -> Result<&mut Slot, StepError> {
+        let name = &self.names[i];
+        self.slots[i]
+            .as_mut()
+            .ok_or_else(|| StepError::Check(format!("{name} has no buffer here")))
+    }
+
+    /// Gives back what Halide holds for slot `i` and empties it. A buffer with
+    /// live views keeps its device memory until the last of them goes, as
+    /// Halide's `Buffer` does.
+    fn drop_slot(&mut self, i: usize) -> Result<(), StepError> {
+        let Some(s) = self.slots[i].take() else {
+            return Ok(());
+        };
+        let root = s.root;
+        let viewed = |slots: &[Option<Slot>]| {
+            slots
+                .iter()
+                .flatten()
+                .any(|v| v.view && v.root == root && v.raw.device != 0)
+        };
+        if !s.view && s.raw.device != 0 && viewed(&self.slots) {
+            self.deferred.push(s);
+            return Ok(());
+        }
+        self.give_back(s)?;
+        // The last view of a released buffer: the buffer goes too.
+        if !viewed(&self.slots) {
+            if let Some(k) = self.deferred.iter().position(|d| d.root == root) {
+                let d = self.deferred.swap_remove(k);
+                self.give_back(d)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn give_back(&self, mut s: Slot) -> Result<(), StepError> {
+        if s.raw.device == 0 {
+            return Ok(());
+        }
+        let lib = self.lib;
+        if s.view {
+            // SAFETY: `raw` is a crop or slice Halide made.
+            check("halide_device_release_crop", unsafe {
+                (lib.device_release_crop)(std::ptr::null_mut(), &mut *s.raw)
+            })
+        } else {
+            // SAFETY: `raw` is a buffer with a device allocation from Halide.
+            check("halide_device_free", unsafe {
+                (lib.device_free)(std::ptr::null_mut(), &mut *s.raw)
+            })
+        }
+    }
+
+    fn put_slot(&mut self, i: usize, s: Slot) -> Result<(), StepError> {
+        self.drop_slot(i)?;
+        self.slots[i] = Some(s);
+        Ok(())
+    }
+
+    /// A host-only dense buffer of slot `i`'s shape.
+    fn scratch(&self, i: usize) -> Result<Slot, StepError> {
+        let src = self.get(i)?;
+        let dims: Vec<Dim> =
+            crate::rt::dense_dims(&src.host.dims().iter().map(|d| d.extent).collect::<Vec<_>>())
+                .into_iter()
+                .zip(src.host.dims())
+                .map(|(mut d, s)| {
+                    d.min = s.min;
+                    d
+                })
+                .collect();
+        let host = Buffer::with_dims("scratch", src.host.elem(), dims, true)?;
+        Slot::new(host, 0, false)
+    }
+
+    /// A host-only dense copy of slot `i`'s current values (its device data when
+    /// that is newer), read through `halide_buffer_copy`.
+    fn read_back(&mut self, i: usize) -> Result<Slot, StepError> {
+        let mut out = self.scratch(i)?;
+        let lib = self.lib;
+        let src = self.get_mut(i)?;
+        // SAFETY: both buffers are valid; the destination has host memory.
+        check("halide_buffer_copy", unsafe {
+            (lib.buffer_copy)(
+                std::ptr::null_mut(),
+                &mut *src.raw,
+                std::ptr::null(),
+                &mut *out.raw,
+            )
+        })?;
+        Ok(out)
+    }
+
+    /// Writes `values` (a host-only buffer of slot `i`'s shape) to slot `i`'s
+    /// device memory through `halide_buffer_copy`.
+    fn write_device(&mut self, i: usize, mut values: Slot) -> Result<(), StepError> {
+        values.set_flag(HOST_DIRTY, true);
+        let lib = self.lib;
+        let dst = self.get_mut(i)?;
+        // SAFETY: both buffers are valid.
+        check("halide_buffer_copy", unsafe {
+            (lib.buffer_copy)(
+                std::ptr::null_mut(),
+                &mut *values.raw,
+                lib.vulkan,
+                &mut *dst.raw,
+            )
+        })?;
+        // As a pipeline leaves its output: on the device only.
+        dst.set_flag(DEVICE_DIRTY, true);
+        dst.set_flag(HOST_DIRTY, false);
+        Ok(())
+    }
+
+    /// `call` on slot `i`'s buffer as a step of `kind`: what it binds is placed
+    /// under the step's role, and device memory it gave the buffer under `device`.
+    fn step(
+        &mut self,
+        i: usize,
+        kind: StepKind,
+        name: &str,
+        call: impl FnOnce(&Library, &mut HalideBuffer) -> Result<(), StepError>,
+    ) -> Result<(), StepError> {
+        let lib = self.lib;
+        let slot = self.get_mut(i)?;
+        let had_device = slot.raw.device != 0;
+        shim::begin_step(Some(kind));
+        let r = call(lib, &mut slot.raw);
+        if !had_device && slot.raw.device != 0 {
+            shim::claim_device();
+        }
+        shim::end_step(name);
+        r
+    }
+
+    fn upload(&mut self, i: usize, why: &str) -> Result<(), StepError> {
+        self.step(i, StepKind::Upload, why, |lib, raw| {
+            // SAFETY: a valid buffer.
+            check("halide_copy_to_device", unsafe {
+                (lib.copy_to_device)(std::ptr::null_mut(), raw, lib.vulkan)
+            })
+        })
+    }
+
+    fn malloc(&mut self, i: usize, why: &str) -> Result<(), StepError> {
+        self.step(i, StepKind::Malloc, why, |lib, raw| {
+            if raw.device != 0 {
+                return Ok(());
+            }
+            // SAFETY: a valid buffer.
+            check("halide_device_malloc", unsafe {
+                (lib.device_malloc)(std::ptr::null_mut(), raw, lib.vulkan)
+            })
+        })
+    }
+
+    /// What a Halide pipeline does before a kernel: its inputs copied to the
+    /// device, its output given device memory.
+    fn kernel_prologue(&mut self, out: usize, inputs: &[usize]) -> Result<(), StepError> {
+        for &i in inputs {
+            self.upload(i, "the kernel's input")?;
+        }
+        self.malloc(out, "the kernel's output")
+    }
+
+    /// The emulated device kernels.
+    fn emulate(&mut self, op: &compute::Op) -> Result<(), StepError> {
+        let in_place = |out: usize, inputs: &[usize]| {
+            if inputs.is_empty() {
+                vec![out]
+            } else {
+                inputs.to_vec()
+            }
+        };
+        match op {
+            compute::Op::FillDevice { buffer, value } => {
+                self.kernel_prologue(*buffer, &[])?;
+                let mut values = self.scratch(*buffer)?;
+                fill_expr(&mut values.host, value)?;
+                self.write_device(*buffer, values)
+            }
+            compute::Op::AddDevice {
+                out,
+                inputs,
+                constant,
+            } => {
+                let inputs = in_place(*out, inputs);
+                self.kernel_prologue(*out, &inputs)?;
+                let read: Vec<Slot> = inputs
+                    .iter()
+                    .map(|&i| self.read_back(i))
+                    .collect::<Result<_, _>>()?;
+                let mut values = self.scratch(*out)?;
+                let ins: Vec<&Buffer> = read.iter().map(|r| &r.host).collect();
+                let sums = compute::add_sums(&values.host, &ins, None)?;
+                let mut next = sums.into_iter();
+                values
+                    .host
+                    .fill(|_| next.next().unwrap_or(0).wrapping_add(*constant))?;
+                self.write_device(*out, values)
+            }
+            compute::Op::MapDevice { out, inputs, value } => {
+                self.kernel_prologue(*out, inputs)?;
+                // The output's own elements are the last operand (read in place).
+                let read: Vec<Slot> = inputs
+                    .iter()
+                    .chain([out])
+                    .map(|&i| self.read_back(i))
+                    .collect::<Result<_, _>>()?;
+                let mut values = self.scratch(*out)?;
+                let ins: Vec<&Buffer> = read.iter().map(|r| &r.host).collect();
+                let mapped = compute::combine(&values.host, &ins, |c, v| value.eval_with(c, v))?;
+                let mut next = mapped.into_iter();
+                values.host.fill(|_| next.next().unwrap_or(0))?;
+                self.write_device(*out, values)
+            }
+            compute::Op::SumDevice { .. } => Err(StepError::Unsupported(format!(
+                "needs {}",
+                Capability::SumKernel.about()
+            ))),
+            compute::Op::FillHost { .. } | compute::Op::AddHost { .. } => {
+                Err(StepError::Check("a host step is no device kernel".into()))
+            }
+        }
+    }
+}
+
+fn fill_expr(b: &mut Buffer, value: &Expr) -> Result<(), StepError> {
+    let f = value.compile();
+    b.fill(|c| f.eval(c)).map_err(StepError::Runtime)
+}
+
+/// A counter Halide's runtime can be held to, read from the Vulkan objects it
+/// holds (its blocks are its `VkDeviceMemory`s) and the `vkCmdCopyBuffer`s of
+/// each copy step (`SHARED_COUNTERS`).
+fn counter(name: &str) -> Option<fn(&shim::Live, &HalideRuntime) -> u64> {
+    Some(match name {
+        "live_device_memories" | "blocks" => |l, _| l.memories,
+        "live_device_memory_bytes" | "block_bytes" => |l, _| l.memory_bytes,
+        "live_mappings" => |l, _| l.mappings,
+        "copies_to_device" => |l, _| l.copies[0],
+        "bytes_to_device" => |l, _| l.bytes[0],
+        "copies_to_host" => |l, _| l.copies[1],
+        "bytes_to_host" => |l, _| l.bytes[1],
+        "copies_device_to_device" => |l, _| l.copies[2],
+        "bytes_device_to_device" => |l, _| l.bytes[2],
+        "copies_host_to_host" => |_, s| s.host_copies,
+        "bytes_host_to_host" => |_, s| s.host_bytes,
+        _ => return None,
+    })
+}
+
+impl<'a> Runtime<'a> for HalideRuntime {
+    fn capabilities(&self) -> &'static [Capability] {
+        super::CAPABILITIES
+    }
+
+    fn device_type(&self) -> Option<DeviceType> {
+        shim::device_type()
+    }
+
+    fn slot_name(&self, slot: usize) -> String {
+        self.names[slot].clone()
+    }
+
+    fn put(&mut self, slot: usize, host: Buffer) -> Result<(), StepError> {
+        let s = Slot::new(host, 0, false)?;
+        self.put_slot(slot, s)
+    }
+
+    fn host(&self, slot: usize) -> Result<&Buffer, StepError> {
+        Ok(&self.get(slot)?.host)
+    }
+
+    fn host_mut(&mut self, slot: usize) -> Result<&mut Buffer, StepError> {
+        Ok(&mut self.get_mut(slot)?.host)
+    }
+
+    fn flags(&self, slot: usize) -> Result<Flags, StepError> {
+        let s = self.get(slot)?;
+        Ok(Flags {
+            host_dirty: s.flag(HOST_DIRTY),
+            device_dirty: s.flag(DEVICE_DIRTY),
+            has_device: s.raw.device != 0,
+        })
+    }
+
+    fn set_dirty(
+        &mut self,
+        slot: usize,
+        host_dirty: Option<bool>,
+        device_dirty: Option<bool>,
+    ) -> Result<(), StepError> {
+        let s = self.get_mut(slot)?;
+        if let Some(h) = host_dirty {
+            s.set_flag(HOST_DIRTY, h);
+        }
+        if let Some(d) = device_dirty {
+            s.set_flag(DEVICE_DIRTY, d);
+        }
+        Ok(())
+    }
+
+    fn device_malloc(&mut self, slot: usize) -> Result<(), StepError> {
+        self.step(slot, StepKind::Malloc, "device_malloc", |lib, raw| {
+            // SAFETY: a valid buffer.
+            check("halide_device_malloc", unsafe {
+                (lib.device_malloc)(std::ptr::null_mut(), raw, lib.vulkan)
+            })
+        })
+    }
+
+    fn device_free(&mut self, slot: usize) -> Result<(), StepError> {
+        let lib = self.lib;
+        let s = self.get_mut(slot)?;
+        // SAFETY: a valid buffer.
+        check("halide_device_free", unsafe {
+            (lib.device_free)(std::ptr::null_mut(), &mut *s.raw)
+        })
+    }
+
+    fn release(&mut self, slot: usize) -> Result<(), StepError> {
+        self.drop_slot(slot)
+    }
+
+    fn copy_to_device(&mut self, slot: usize) -> Result<(), StepError> {
+        self.upload(slot, "copy_to_device")
+    }
+
+    fn copy_to_host(&mut self, slot: usize) -> Result<(), StepError> {
+        self.step(slot, StepKind::Readback, "copy_to_host", |lib, raw| {
+            // SAFETY: a valid buffer.
+            check("halide_copy_to_host", unsafe {
+                (lib.copy_to_host)(std::ptr::null_mut(), raw)
+            })
+        })
+    }
+
+    fn buffer_copy(&mut self, from: usize, to: usize, to_device: bool) -> Result<(), StepError> {
+        // Halide's own choice in halide_buffer_copy.
+        let src = self.get(from)?;
+        let from_host = src.raw.device == 0 || (src.flag(HOST_DIRTY) && !src.raw.host.is_null());
+        let kind = match (from_host, to_device) {
+            (true, true) => StepKind::Upload,
+            (false, false) => StepKind::Readback,
+            (false, true) => StepKind::DeviceToDevice,
+            (true, false) => {
+                let bytes = src.host.size_in_bytes();
+                self.host_copies += 1;
+                self.host_bytes += bytes;
+                StepKind::Kernel
+            }
+        };
+        let mut src = self.slots[from].take();
+        let r = (|| {
+            let src = src.as_mut().ok_or_else(|| {
+                StepError::Check(format!("{} has no buffer here", self.names[from]))
+            })?;
+            self.step(to, kind, "buffer_copy", |lib, dst| {
+                let iface = if to_device {
+                    lib.vulkan
+                } else {
+                    std::ptr::null()
+                };
+                // SAFETY: two distinct valid buffers.
+                check("halide_buffer_copy", unsafe {
+                    (lib.buffer_copy)(std::ptr::null_mut(), &mut *src.raw, iface, dst)
+                })
+            })
+        })();
+        self.slots[from] = src;
+        r
+    }
+
+    fn put_view(
+        &mut self,
+        from: usize,
+        to: usize,
+        view: Buffer,
+        how: &views::Op,
+    ) -> Result<(), StepError> {
+        let lib = self.lib;
+        let parent = self.get(from)?;
+        if let views::Op::View { .. } = how {
+            if parent.raw.device != 0 {
+                return Err(StepError::Unsupported(
+                    "a strided view of device memory; Halide's API views device memory only by crop and slice".into(),
+                ));
+            }
+            let slot = Slot::new(view, parent.raw.flags, false)?;
+            return self.put_slot(to, slot);
+        }
+        // As Halide's `Buffer::cropped`: the view starts with its parent's flags.
+        // Its device memory is a crop of its parent's only when the parent has some;
+        // else a later malloc gives it memory of its own.
+        let parent_device = parent.raw.device != 0;
+        let mut slot = Slot::new(view, parent.raw.flags, parent_device)?;
+        slot.root = parent.root;
+        if parent_device {
+            let p: *const HalideBuffer = &*parent.raw;
+            let (name, code) = match how {
+                // SAFETY: the parent is valid and distinct from the new view.
+                views::Op::Slice { dim, pos, .. } => ("halide_device_slice", unsafe {
+                    (lib.device_slice)(
+                        std::ptr::null_mut(),
+                        p,
+                        *dim as c_int,
+                        *pos as c_int,
+                        &mut *slot.raw,
+                    )
+                }),
+                // SAFETY: as above.
+                _ => ("halide_device_crop", unsafe {
+                    (lib.device_crop)(std::ptr::null_mut(), p, &mut *slot.raw)
+                }),
+            };
+            check(name, code)?;
+        }
+        self.put_slot(to, slot)
+    }
+
+    fn kernel(&mut self, op: &compute::Op) -> Result<(), StepError> {
+        shim::begin_step(Some(StepKind::Kernel));
+        let r = self.emulate(op).map_err(emulated);
+        shim::end_step("kernel");
+        r
+    }
+
+    fn reuse_device_allocations(&mut self, on: bool) -> Result<(), StepError> {
+        // SAFETY: a plain call.
+        check("halide_reuse_device_allocations", unsafe {
+            (self.lib.reuse_device_allocations)(std::ptr::null_mut(), on)
+        })
+    }
+
+    fn device_release(&mut self) -> Result<(), StepError> {
+        // SAFETY: Halide frees what it cached and its context.
+        unsafe { (self.lib.device_release)(std::ptr::null_mut(), self.lib.vulkan) };
+        check("halide_device_release", 0)
+    }
+
+    fn fill_heap(&mut self, heap: u32, leave: u64) -> Result<(), StepError> {
+        shim::fill_heap(heap, leave).map_err(StepError::Unsupported)
+    }
+
+    fn counter(&self, name: &str) -> Option<u64> {
+        let live = shim::live();
+        counter(name).map(|f| f(&live, self))
+    }
+
+    fn placements(&self) -> Vec<PlacementRecord> {
+        shim::placements()
+    }
+
+    fn describe_type(&self, ty: u32) -> String {
+        shim::describe_type(ty)
+    }
+
+    fn chooser(&self) -> String {
+        "Halide's runtime".into()
+    }
+
+    fn finish(&mut self) -> Finish {
+        let mut findings = Vec::new();
+        // Views first, then the buffers they view; then Halide's context.
+        let mut give_back = |r: Result<(), StepError>| {
+            if let Err(e) = r {
+                findings.push(format!("at the end: {e}"));
+            }
+        };
+        for i in (0..self.slots.len()).rev() {
+            if self.slots[i].as_ref().is_some_and(|s| s.view) {
+                give_back(self.drop_slot(i));
+            }
+        }
+        for i in 0..self.slots.len() {
+            give_back(self.drop_slot(i));
+        }
+        for d in std::mem::take(&mut self.deferred) {
+            give_back(self.give_back(d));
+        }
+        // SAFETY: no buffer holds a device allocation any more.
+        unsafe { (self.lib.device_release)(std::ptr::null_mut(), self.lib.vulkan) };
+        let live = shim::live();
+        let leaks = (live.memories > 0 || live.buffers > 0).then(|| {
+            format!(
+                "after halide_device_release, Halide still holds {} VkDeviceMemory ({} bytes) and {} VkBuffer",
+                live.memories, live.memory_bytes, live.buffers
+            )
+        });
+        findings.extend(
+            shim::take_findings()
+                .into_iter()
+                .map(|f| format!("Vulkan use: {f}")),
+        );
+        Finish {
+            leaks,
+            findings,
+            messages: shim::take_validation_messages(),
+        }
+    }
+
+    fn vkcopy(&mut self) -> Option<&mut State<'a>> {
+        None
+    }
+}

@@ -1,0 +1,115 @@
+//! What a runtime can do beyond the primitives of [`super::Runtime`]. Each step
+//! says which one it needs (`steps::needs`, an exhaustive match), each runtime
+//! which ones it has; a case that needs one its runtime lacks is skipped with
+//! it named.
+
+/// One thing beyond the primitives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capability {
+    /// A selection case: vkcopy's memory-type policies on a recorded table.
+    SelectionPolicies,
+    /// A case's `policy:`: vkcopy's selection policies on the device.
+    Policies,
+    /// A case's `mapped_upload:`: uploads the CPU writes into device memory.
+    MappedUploads,
+    /// A case's `small_copy_queue: other`: small copies on a second queue.
+    SecondQueue,
+    /// `start_*`, `wait`, `expect_order`: copies that do not block.
+    AsyncCopies,
+    /// `threads`: several threads on one context.
+    Threads,
+    /// `measure`, `profiling`: timed copies.
+    TimedCopies,
+    /// `native_buffer`, `wrap_native`, `detach_native`: a `VkBuffer` the case
+    /// makes on the runtime's own device.
+    NativeBuffers,
+    /// `device_and_host_malloc` / `_free`: host memory the runtime allocates.
+    RuntimeHostMemory,
+    /// `release_unused`.
+    ReleaseUnused,
+    /// `sum_device`: a reduction kernel.
+    SumKernel,
+    /// `expect_concurrent`: work-in-flight accounting.
+    WorkInFlight,
+    /// `expect_counters` of counters only vkcopy's accounting has.
+    OwnCounters,
+}
+
+impl Capability {
+    /// Every capability, in order.
+    pub const ALL: [Capability; 13] = [
+        Capability::SelectionPolicies,
+        Capability::Policies,
+        Capability::MappedUploads,
+        Capability::SecondQueue,
+        Capability::AsyncCopies,
+        Capability::Threads,
+        Capability::TimedCopies,
+        Capability::NativeBuffers,
+        Capability::RuntimeHostMemory,
+        Capability::ReleaseUnused,
+        Capability::SumKernel,
+        Capability::WorkInFlight,
+        Capability::OwnCounters,
+    ];
+
+    /// Its name in tables and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::SelectionPolicies => "selection-policies",
+            Capability::Policies => "policies",
+            Capability::MappedUploads => "mapped-uploads",
+            Capability::SecondQueue => "second-queue",
+            Capability::AsyncCopies => "async-copies",
+            Capability::Threads => "threads",
+            Capability::TimedCopies => "timed-copies",
+            Capability::NativeBuffers => "native-buffers",
+            Capability::RuntimeHostMemory => "runtime-host-memory",
+            Capability::ReleaseUnused => "release-unused",
+            Capability::SumKernel => "sum-kernel",
+            Capability::WorkInFlight => "work-in-flight",
+            Capability::OwnCounters => "own-counters",
+        }
+    }
+
+    /// What it is, in words.
+    pub fn about(self) -> &'static str {
+        match self {
+            Capability::SelectionPolicies => "vkcopy's memory-type policies (a selection case)",
+            Capability::Policies => "a vkcopy selection policy (`policy:`)",
+            Capability::MappedUploads => "vkcopy's uploads written by the CPU (`mapped_upload:`)",
+            Capability::SecondQueue => {
+                "vkcopy's small copies on a second queue (`small_copy_queue:`)"
+            }
+            Capability::AsyncCopies => "async copies",
+            Capability::Threads => "threads on one context",
+            Capability::TimedCopies => "timed copies (`measure`)",
+            Capability::NativeBuffers => "native Vulkan buffers on the suite's device",
+            Capability::RuntimeHostMemory => "host memory allocated by the runtime",
+            Capability::ReleaseUnused => "release_unused",
+            Capability::SumKernel => "a sum kernel on the runtime's device",
+            Capability::WorkInFlight => "work-in-flight accounting",
+            Capability::OwnCounters => "only counters of vkcopy's own accounting",
+        }
+    }
+}
+
+/// Counters every runtime has a meaning for: the Vulkan objects it holds and
+/// the copies each step made. vkcopy's region counts (`live_regions`,
+/// `device_mallocs`...) have none on Halide, which makes a `VkBuffer` for free
+/// regions too.
+pub const SHARED_COUNTERS: &[&str] = &[
+    "live_device_memories",
+    "blocks",
+    "live_device_memory_bytes",
+    "block_bytes",
+    "live_mappings",
+    "copies_to_device",
+    "bytes_to_device",
+    "copies_to_host",
+    "bytes_to_host",
+    "copies_device_to_device",
+    "bytes_device_to_device",
+    "copies_host_to_host",
+    "bytes_host_to_host",
+];
