@@ -9,8 +9,8 @@ use crate::outcome::{Outcome, Status};
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedUpload};
 use crate::runtime::{own_state, Capability, Choice, Runtime};
+use crate::runtime::{State, StepError};
 use crate::selection;
-use crate::steps::state::{State, StepError};
 use crate::steps::{self, Op, OpKind};
 
 /// What a case needs beyond every runtime's primitives: the first such

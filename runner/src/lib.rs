@@ -7,6 +7,7 @@
 //! [`rt`] is everything the suite takes from the runtime.
 
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bench;
 pub(crate) mod case;

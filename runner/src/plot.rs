@@ -9,7 +9,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::report::read::Loaded;
+use crate::report::read::{self, Loaded};
+use crate::report::Report;
 
 /// Copies of at most this many bytes are drawn as latency, not throughput.
 pub const LATENCY_BYTES: u64 = 64 * 1024;
@@ -236,4 +237,17 @@ fn panel<DB: DrawingBackend>(
 pub fn throughput_svg(bars: &[Bar], title: &str, path: &Path) -> Result<(), String> {
     let text = throughput_svg_text(bars, title).map_err(|e| format!("{}: {e}", path.display()))?;
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The throughput chart of a run, as `throughput.svg`, when it measured copies.
+pub fn report_chart(report: &Report) -> Result<Option<(&'static str, Vec<u8>)>, String> {
+    let bars = bars_from_report(&read::from_report(report)?, "");
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let title = format!(
+        "vkcopy-suite on {}, policy {}",
+        report.device.name, report.policy
+    );
+    throughput_svg_text(&bars, &title).map(|t| Some(("throughput.svg", t.into_bytes())))
 }

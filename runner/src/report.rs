@@ -219,22 +219,10 @@ impl Report {
         report.to_string().unwrap_or_default()
     }
 
-    /// The throughput chart, when the run measured copies.
-    pub fn chart(&self) -> Result<Option<Vec<u8>>, String> {
-        let bars = crate::plot::bars_from_report(&read::from_report(self)?, "");
-        if bars.is_empty() {
-            return Ok(None);
-        }
-        let title = format!(
-            "vkcopy-suite on {}, policy {}",
-            self.device.name, self.policy
-        );
-        crate::plot::throughput_svg_text(&bars, &title).map(|t| Some(t.into_bytes()))
-    }
-
-    /// Writes every report file into a new folder `dir/<device>/<start time>/`
-    /// (`-2`, `-3` ... when another run took that name); returns the folder.
-    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+    /// Writes every report file, and `more` (name, bytes: a chart), into a new
+    /// folder `dir/<device>/<start time>/` (`-2`, `-3` ... when another run took
+    /// that name); returns the folder.
+    pub fn write(&self, dir: &Path, more: Vec<(&str, Vec<u8>)>) -> std::io::Result<PathBuf> {
         let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         json.push('\n');
         let mut files = vec![
@@ -244,9 +232,7 @@ impl Report {
             ("junit.xml", self.junit().into_bytes()),
             ("summary.md", self.markdown().into_bytes()),
         ];
-        if let Some(svg) = self.chart().map_err(std::io::Error::other)? {
-            files.push(("throughput.svg", svg));
-        }
+        files.extend(more);
         let name = folder::stamp_name(&self.started);
         let name = if name.is_empty() {
             "run".to_owned()

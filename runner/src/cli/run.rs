@@ -176,7 +176,11 @@ pub fn run(args: Args) -> ExitCode {
     report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
     report.seconds = clock.elapsed().as_secs_f64();
     progress.finish();
-    match report.write(&args.report_dir) {
+    let chart = match vkcopy_suite::plot::report_chart(&report) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match report.write(&args.report_dir, chart.into_iter().collect()) {
         Ok(dir) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}",

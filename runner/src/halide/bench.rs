@@ -125,16 +125,19 @@ pub fn run(
         for (i, v) in a.bytes().iter_mut().enumerate() {
             *v = (i * 7 + 3) as u8;
         }
-        // SAFETY (every call below): valid buffers with host memory that
-        // outlives them; freed before the vectors drop.
+        // Every call below: valid buffers with host memory that outlives
+        // them; freed before the vectors drop.
+        // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_malloc", unsafe {
             (lib.device_malloc)(uc, &mut *a.raw, lib.vulkan)
         })?;
+        // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_malloc", unsafe {
             (lib.device_malloc)(uc, &mut *b.raw, lib.vulkan)
         })?;
         let upload = best(runs, || {
             a.raw.flags = HOST_DIRTY;
+            // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_copy_to_device", unsafe {
                 (lib.copy_to_device)(uc, &mut *a.raw, lib.vulkan)
             })
@@ -147,6 +150,7 @@ pub fn run(
         });
         let d2d = best(runs, || {
             a.raw.flags = DEVICE_DIRTY;
+            // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_buffer_copy", unsafe {
                 (lib.buffer_copy)(uc, &mut *a.raw, lib.vulkan, &mut *b.raw)
             })
@@ -160,6 +164,7 @@ pub fn run(
         b.bytes().fill(0);
         let readback = best(runs, || {
             b.raw.flags = DEVICE_DIRTY;
+            // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_copy_to_host", unsafe {
                 (lib.copy_to_host)(uc, &mut *b.raw)
             })
@@ -178,10 +183,12 @@ pub fn run(
         if n <= crate::bench::paths::ROUND_TRIP_MAX {
             let round = best(runs, || {
                 a.raw.flags = HOST_DIRTY;
+                // SAFETY: valid buffers with host memory that outlives them.
                 ok("halide_copy_to_device", unsafe {
                     (lib.copy_to_device)(uc, &mut *a.raw, lib.vulkan)
                 })?;
                 a.raw.flags = DEVICE_DIRTY;
+                // SAFETY: valid buffers with host memory that outlives them.
                 ok("halide_copy_to_host", unsafe {
                     (lib.copy_to_host)(uc, &mut *a.raw)
                 })
@@ -193,9 +200,11 @@ pub fn run(
                 correct: None,
             });
         }
+        // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_free", unsafe {
             (lib.device_free)(uc, &mut *a.raw)
         })?;
+        // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_free", unsafe {
             (lib.device_free)(uc, &mut *b.raw)
         })?;

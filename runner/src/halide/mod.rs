@@ -22,11 +22,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::rt::{ContextOptions, Policy};
-use crate::runtime::Capability;
-pub use runtime::HalideRuntime;
-
-/// What Halide's runtime has beyond the primitives: none of vkcopy's own.
-pub const CAPABILITIES: &[Capability] = &[];
+pub use runtime::{HalideRuntime, CAPABILITIES};
 
 /// A case's runtime, with slots named `slots`, on the Halide library at
 /// `path`, under `options`: its

@@ -15,10 +15,10 @@ use super::ffi::{
 use super::shim::{self, StepKind};
 use crate::outcome::PlacementRecord;
 use crate::rt::{Buffer, DeviceType, Dim, ElemType, Expr};
-use crate::runtime::{Capability, Finish, Flags, Runtime};
+use crate::runtime::{
+    Capability, DeviceKernel, Finish, Flags, Runtime, State, StepError, ViewKind,
+};
 use crate::steps::compute;
-use crate::steps::state::{State, StepError};
-use crate::steps::views;
 
 /// One buffer or view as Halide sees it.
 struct Slot {
@@ -113,6 +113,9 @@ impl Slot {
         }
     }
 }
+
+/// What Halide's runtime has beyond the primitives: none of vkcopy's own.
+pub const CAPABILITIES: &[Capability] = &[];
 
 /// A case running on Halide's runtime. Halide's state is global to the
 /// process, so one case runs at a time: the guard is held until it is dropped.
@@ -350,7 +353,7 @@ impl HalideRuntime {
     }
 
     /// The emulated device kernels.
-    fn emulate(&mut self, op: &compute::Op) -> Result<(), StepError> {
+    fn emulate(&mut self, kernel: DeviceKernel<'_>) -> Result<(), StepError> {
         let in_place = |out: usize, inputs: &[usize]| {
             if inputs.is_empty() {
                 vec![out]
@@ -358,55 +361,52 @@ impl HalideRuntime {
                 inputs.to_vec()
             }
         };
-        match op {
-            compute::Op::FillDevice { buffer, value } => {
-                self.kernel_prologue(*buffer, &[])?;
-                let mut values = self.scratch(*buffer)?;
+        match kernel {
+            DeviceKernel::Fill { buffer, value } => {
+                self.kernel_prologue(buffer, &[])?;
+                let mut values = self.scratch(buffer)?;
                 fill_expr(&mut values.host, value)?;
-                self.write_device(*buffer, values)
+                self.write_device(buffer, values)
             }
-            compute::Op::AddDevice {
+            DeviceKernel::Add {
                 out,
                 inputs,
                 constant,
             } => {
-                let inputs = in_place(*out, inputs);
-                self.kernel_prologue(*out, &inputs)?;
+                let inputs = in_place(out, inputs);
+                self.kernel_prologue(out, &inputs)?;
                 let read: Vec<Slot> = inputs
                     .iter()
                     .map(|&i| self.read_back(i))
                     .collect::<Result<_, _>>()?;
-                let mut values = self.scratch(*out)?;
+                let mut values = self.scratch(out)?;
                 let ins: Vec<&Buffer> = read.iter().map(|r| &r.host).collect();
                 let sums = compute::add_sums(&values.host, &ins, None)?;
                 let mut next = sums.into_iter();
                 values
                     .host
-                    .fill(|_| next.next().unwrap_or(0).wrapping_add(*constant))?;
-                self.write_device(*out, values)
+                    .fill(|_| next.next().unwrap_or(0).wrapping_add(constant))?;
+                self.write_device(out, values)
             }
-            compute::Op::MapDevice { out, inputs, value } => {
-                self.kernel_prologue(*out, inputs)?;
+            DeviceKernel::Map { out, inputs, value } => {
+                self.kernel_prologue(out, inputs)?;
                 // The output's own elements are the last operand (read in place).
                 let read: Vec<Slot> = inputs
                     .iter()
-                    .chain([out])
+                    .chain([&out])
                     .map(|&i| self.read_back(i))
                     .collect::<Result<_, _>>()?;
-                let mut values = self.scratch(*out)?;
+                let mut values = self.scratch(out)?;
                 let ins: Vec<&Buffer> = read.iter().map(|r| &r.host).collect();
                 let mapped = compute::combine(&values.host, &ins, |c, v| value.eval_with(c, v))?;
                 let mut next = mapped.into_iter();
                 values.host.fill(|_| next.next().unwrap_or(0))?;
-                self.write_device(*out, values)
+                self.write_device(out, values)
             }
-            compute::Op::SumDevice { .. } => Err(StepError::Unsupported(format!(
+            DeviceKernel::Sum { .. } => Err(StepError::Unsupported(format!(
                 "needs {}",
                 Capability::SumKernel.about()
             ))),
-            compute::Op::FillHost { .. } | compute::Op::AddHost { .. } => {
-                Err(StepError::Check("a host step is no device kernel".into()))
-            }
         }
     }
 }
@@ -438,7 +438,7 @@ fn counter(name: &str) -> Option<fn(&shim::Live, &HalideRuntime) -> u64> {
 
 impl<'a> Runtime<'a> for HalideRuntime {
     fn capabilities(&self) -> &'static [Capability] {
-        super::CAPABILITIES
+        CAPABILITIES
     }
 
     fn device_type(&self) -> Option<DeviceType> {
@@ -563,11 +563,11 @@ impl<'a> Runtime<'a> for HalideRuntime {
         from: usize,
         to: usize,
         view: Buffer,
-        how: &views::Op,
+        how: ViewKind,
     ) -> Result<(), StepError> {
         let lib = self.lib;
         let parent = self.get(from)?;
-        if let views::Op::View { .. } = how {
+        if how == ViewKind::Strided {
             if parent.raw.device != 0 {
                 return Err(StepError::Unsupported(
                     "a strided view of device memory; Halide's API views device memory only by crop and slice".into(),
@@ -586,12 +586,12 @@ impl<'a> Runtime<'a> for HalideRuntime {
             let p: *const HalideBuffer = &*parent.raw;
             let (name, code) = match how {
                 // SAFETY: the parent is valid and distinct from the new view.
-                views::Op::Slice { dim, pos, .. } => ("halide_device_slice", unsafe {
+                ViewKind::Slice { dim, pos } => ("halide_device_slice", unsafe {
                     (lib.device_slice)(
                         std::ptr::null_mut(),
                         p,
-                        *dim as c_int,
-                        *pos as c_int,
+                        dim as c_int,
+                        pos as c_int,
                         &mut *slot.raw,
                     )
                 }),
@@ -605,9 +605,9 @@ impl<'a> Runtime<'a> for HalideRuntime {
         self.put_slot(to, slot)
     }
 
-    fn kernel(&mut self, op: &compute::Op) -> Result<(), StepError> {
+    fn kernel(&mut self, kernel: DeviceKernel<'_>) -> Result<(), StepError> {
         shim::begin_step(Some(StepKind::Kernel));
-        let r = self.emulate(op).map_err(emulated);
+        let r = self.emulate(kernel).map_err(emulated);
         shim::end_step("kernel");
         r
     }

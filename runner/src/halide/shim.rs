@@ -798,13 +798,14 @@ unsafe extern "system" fn create_instance(
         if p.is_null() {
             Vec::new()
         } else {
+            // SAFETY: as above.
             unsafe { std::slice::from_raw_parts(p, n as usize) }.to_vec()
         }
     };
     let mut layers = names(local.pp_enabled_layer_names, local.enabled_layer_count);
-    // SAFETY: each name is NUL-terminated.
     if !layers
         .iter()
+        // SAFETY: each name is NUL-terminated.
         .any(|n| unsafe { CStr::from_ptr(*n) } == VALIDATION_LAYER)
     {
         layers.push(VALIDATION_LAYER.as_ptr());
@@ -814,9 +815,9 @@ unsafe extern "system" fn create_instance(
         local.enabled_extension_count,
     );
     let debug_utils = c"VK_EXT_debug_utils";
-    // SAFETY: each name is NUL-terminated.
     if !extensions
         .iter()
+        // SAFETY: each name is NUL-terminated.
         .any(|n| unsafe { CStr::from_ptr(*n) } == debug_utils)
     {
         extensions.push(debug_utils.as_ptr());

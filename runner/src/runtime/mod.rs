@@ -9,16 +9,73 @@
 
 pub mod capability;
 pub mod choice;
+pub mod error;
+pub mod native;
+pub mod state;
 pub mod vkcopy;
 
 pub use capability::Capability;
 pub use choice::Choice;
+pub use error::StepError;
+pub use state::State;
 
 use crate::outcome::PlacementRecord;
-use crate::rt::{Buffer, DeviceType};
-use crate::steps::compute;
-use crate::steps::state::{State, StepError};
-use crate::steps::views;
+use crate::rt::{Buffer, DeviceType, Expr};
+
+/// How a view's device memory aliases its parent's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewKind {
+    /// `halide_device_crop`: a box of the parent (also a view without host memory).
+    Crop,
+    /// `halide_device_slice` at `pos` of dimension `dim`.
+    Slice {
+        /// The dimension sliced away.
+        dim: usize,
+        /// Its coordinate.
+        pos: i64,
+    },
+    /// A strided view: other strides over the same memory.
+    Strided,
+}
+
+/// A device kernel of the suite's, over slots.
+#[derive(Clone, Copy, Debug)]
+pub enum DeviceKernel<'k> {
+    /// `buffer(c) = value(c)`.
+    Fill {
+        /// The slot written.
+        buffer: usize,
+        /// The expression of the coordinates.
+        value: &'k Expr,
+    },
+    /// `out(c) = sum of inputs(c) + constant`; in place without inputs.
+    Add {
+        /// The slot written.
+        out: usize,
+        /// The slots read.
+        inputs: &'k [usize],
+        /// Added to every element.
+        constant: i64,
+    },
+    /// `out(c) = value(c, inputs(c)..., out(c))`.
+    Map {
+        /// The slot written.
+        out: usize,
+        /// The slots read.
+        inputs: &'k [usize],
+        /// The expression of the coordinates and the inputs' values.
+        value: &'k Expr,
+    },
+    /// `out` = `input` summed over dimension `dim`.
+    Sum {
+        /// The slot written.
+        out: usize,
+        /// The slot summed.
+        input: usize,
+        /// The dimension summed over.
+        dim: usize,
+    },
+}
 
 /// A buffer's dirty bits and whether it has device memory, as `expect_flags`
 /// reads them.
@@ -99,11 +156,11 @@ pub trait Runtime<'a> {
         from: usize,
         to: usize,
         view: Buffer,
-        how: &views::Op,
+        how: ViewKind,
     ) -> Result<(), StepError>;
 
     /// A device kernel (`fill_device`, `add_device`, `map_device`, `sum_device`).
-    fn kernel(&mut self, op: &compute::Op) -> Result<(), StepError>;
+    fn kernel(&mut self, kernel: DeviceKernel<'_>) -> Result<(), StepError>;
 
     /// `halide_reuse_device_allocations`.
     fn reuse_device_allocations(&mut self, on: bool) -> Result<(), StepError>;

@@ -2,12 +2,9 @@
 //! buffer is its own host side; views alias device memory through the
 //! buffer's region, which lives while any view of it does.
 
-use super::{Capability, Finish, Flags, Runtime};
+use super::{Capability, DeviceKernel, Finish, Flags, Runtime, State, StepError, ViewKind};
 use crate::outcome::PlacementRecord;
-use crate::rt::{Buffer, Context, DeviceType, Kernels};
-use crate::steps::compute::{self, Kernel};
-use crate::steps::state::{State, StepError};
-use crate::steps::views;
+use crate::rt::{Buffer, Context, DeviceType, Expr, Kernels};
 
 impl<'a> Runtime<'a> for State<'a> {
     fn capabilities(&self) -> &'static [Capability] {
@@ -101,41 +98,38 @@ impl<'a> Runtime<'a> for State<'a> {
         _from: usize,
         to: usize,
         view: Buffer,
-        _how: &views::Op,
+        _how: ViewKind,
     ) -> Result<(), StepError> {
         // A view of a vkcopy buffer already aliases its device memory.
         State::put(self, to, view);
         Ok(())
     }
 
-    fn kernel(&mut self, op: &compute::Op) -> Result<(), StepError> {
+    fn kernel(&mut self, kernel: DeviceKernel<'_>) -> Result<(), StepError> {
         let ctx = self.ctx;
-        match op {
-            compute::Op::FillDevice { buffer, value } => {
-                let b = self.get_mut(*buffer)?;
+        match kernel {
+            DeviceKernel::Fill { buffer, value } => {
+                let b = self.get_mut(buffer)?;
                 supported(ctx, b)?;
                 ctx.kernel_fill(b, value)?;
                 Ok(())
             }
-            compute::Op::AddDevice {
+            DeviceKernel::Add {
                 out,
                 inputs,
                 constant,
-            } => run_kernel(self, *out, inputs, Kernel::Add(*constant)),
-            compute::Op::MapDevice { out, inputs, value } => {
-                run_kernel(self, *out, inputs, Kernel::Map(value))
+            } => run_kernel(self, out, inputs, Kernel::Add(constant)),
+            DeviceKernel::Map { out, inputs, value } => {
+                run_kernel(self, out, inputs, Kernel::Map(value))
             }
-            compute::Op::SumDevice { out, input, dim } => {
-                let mut i = self.take(*input)?;
-                let result = self.get_mut(*out).and_then(|o| {
+            DeviceKernel::Sum { out, input, dim } => {
+                let mut i = self.take(input)?;
+                let result = self.get_mut(out).and_then(|o| {
                     supported(ctx, o)?;
-                    ctx.kernel_sum(o, &mut i, *dim).map_err(StepError::Runtime)
+                    ctx.kernel_sum(o, &mut i, dim).map_err(StepError::Runtime)
                 });
-                State::put(self, *input, i);
+                State::put(self, input, i);
                 result
-            }
-            compute::Op::FillHost { .. } | compute::Op::AddHost { .. } => {
-                Err(StepError::Check("a host step is no device kernel".into()))
             }
         }
     }
@@ -197,6 +191,12 @@ impl<'a> Runtime<'a> for State<'a> {
 fn supported(ctx: &Context, b: &Buffer) -> Result<(), StepError> {
     ctx.kernel_supports(b.elem())
         .map_err(|e| StepError::Unsupported(e.to_string()))
+}
+
+/// A kernel of an output and inputs.
+enum Kernel<'a> {
+    Add(i64),
+    Map(&'a Expr),
 }
 
 /// An add or map kernel of `out` over `inputs`.

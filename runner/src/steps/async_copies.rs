@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
+use crate::runtime::{State, StepError};
 use crate::steps::planner::Planner;
-use crate::steps::state::{State, StepError};
 use crate::vocab::BufferName;
 
 /// The async copy steps as written.

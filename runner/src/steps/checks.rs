@@ -12,10 +12,10 @@ use crate::rt::{
     Role,
 };
 use crate::runtime::capability::SHARED_COUNTERS;
+use crate::runtime::StepError;
 use crate::runtime::{own_state, role_answers, Capability, Runtime};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
-use crate::steps::state::StepError;
 use crate::vocab::{Counters, FlagName, RoleName};
 
 /// The check steps as written.

@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::{box_text, Buffer, Context, Dim, ElemType, Error, Expr, Kernels, Value};
-use crate::runtime::{Capability, Runtime};
+use crate::runtime::StepError;
+use crate::runtime::{Capability, DeviceKernel, Runtime};
 use crate::steps::planner::{Planner, Slot};
-use crate::steps::state::StepError;
 
 /// The compute steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -438,17 +438,30 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             };
             add_host(rt, *out, &inputs, value.as_ref())
         }
-        Op::FillDevice { .. }
-        | Op::AddDevice { .. }
-        | Op::MapDevice { .. }
-        | Op::SumDevice { .. } => rt.kernel(op),
+        Op::FillDevice { buffer, value } => rt.kernel(DeviceKernel::Fill {
+            buffer: *buffer,
+            value,
+        }),
+        Op::AddDevice {
+            out,
+            inputs,
+            constant,
+        } => rt.kernel(DeviceKernel::Add {
+            out: *out,
+            inputs,
+            constant: *constant,
+        }),
+        Op::MapDevice { out, inputs, value } => rt.kernel(DeviceKernel::Map {
+            out: *out,
+            inputs,
+            value,
+        }),
+        Op::SumDevice { out, input, dim } => rt.kernel(DeviceKernel::Sum {
+            out: *out,
+            input: *input,
+            dim: *dim,
+        }),
     }
-}
-
-/// A kernel of an output and inputs.
-pub enum Kernel<'a> {
-    Add(i64),
-    Map(&'a Expr),
 }
 
 /// `out(c) = sum of inputs(c) + value(c)` on the host. Values are read first and

@@ -4,9 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
+use crate::runtime::StepError;
 use crate::runtime::{Capability, Runtime};
 use crate::steps::planner::Planner;
-use crate::steps::state::StepError;
 use crate::vocab::BufferName;
 
 /// The copy steps as written.

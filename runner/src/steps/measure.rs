@@ -10,8 +10,8 @@ use crate::error::CaseError;
 use crate::outcome::{Measurement, Ratio};
 use crate::requires::DeviceReq;
 use crate::rt::{CopyPath, Role};
+use crate::runtime::{State, StepError};
 use crate::steps::planner::Planner;
-use crate::steps::state::{State, StepError};
 use crate::timing::{self, gbps, HostMemcpy, Samples};
 use crate::vocab::DeviceLimits;
 

@@ -6,10 +6,10 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::span_bytes;
+use crate::runtime::native::{self, MAX_NATIVE_BYTES};
+use crate::runtime::StepError;
 use crate::runtime::{own_state, Capability, Runtime};
-use crate::steps::native::{self, MAX_NATIVE_BYTES};
 use crate::steps::planner::Planner;
-use crate::steps::state::StepError;
 use crate::vocab::BufferName;
 
 /// The memory steps as written.

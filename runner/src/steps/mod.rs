@@ -25,9 +25,7 @@ pub mod control;
 pub mod copies;
 pub mod measure;
 pub mod memory;
-pub mod native;
 pub mod planner;
-pub mod state;
 pub mod views;
 
 use std::fmt;
@@ -42,9 +40,9 @@ use serde_saphyr::Spanned;
 
 use crate::error::CaseError;
 use crate::names;
+use crate::runtime::StepError;
 use crate::runtime::{own_state, Capability, Runtime};
 use planner::Planner;
-use state::StepError;
 
 /// One step as written: its name and its family's fields.
 #[derive(Debug)]

@@ -6,10 +6,10 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::{Dim, MAX_DIMS};
-use crate::runtime::{Capability, Runtime};
+use crate::runtime::StepError;
+use crate::runtime::{Capability, Runtime, ViewKind};
 use crate::steps::bind::Int;
 use crate::steps::planner::{plain, Planner};
-use crate::steps::state::StepError;
 
 /// The view steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -283,5 +283,13 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
         Op::View { at, dims, .. } => src.strided_view(&name, at, dims.clone())?,
         Op::ViewNoHost { .. } => src.without_host(&name),
     };
-    rt.put_view(from, to, view, op)
+    let how = match op {
+        Op::Crop { .. } | Op::ViewNoHost { .. } => ViewKind::Crop,
+        Op::Slice { dim, pos, .. } => ViewKind::Slice {
+            dim: *dim,
+            pos: *pos,
+        },
+        Op::View { .. } => ViewKind::Strided,
+    };
+    rt.put_view(from, to, view, how)
 }

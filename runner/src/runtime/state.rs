@@ -1,63 +1,18 @@
-//! What running a step needs: the context, the case's buffers and views by
-//! slot, and the results of timed copies.
+//! vkcopy's state of a running case: the context, the case's buffers and
+//! views by slot, async copies in flight, native buffers, and the results of
+//! timed copies. It is vkcopy's [`super::Runtime`] (`vkcopy.rs`).
 
 use std::collections::HashMap;
 use std::time::Instant;
 
+use super::error::StepError;
+use super::native::Native;
 use crate::outcome::Measurement;
-use crate::rt::{vk, Buffer, Context, Error, Event, InFlight};
-use crate::steps::native::Native;
-
-/// Why a step failed: a runtime error (with its name, for `expect_error`), a failed
-/// check, or something the device lacks (the case is then skipped).
-#[derive(Debug)]
-pub enum StepError {
-    Runtime(Error),
-    /// A call of a runtime's C ABI returned an error: its name (Halide's
-    /// `halide_error_code_t`, as `expect_error` names it) and what it said.
-    Call {
-        name: &'static str,
-        message: String,
-    },
-    Check(String),
-    Unsupported(String),
-}
-
-impl StepError {
-    /// The error's name for `expect_error`, for an error of the runtime.
-    pub fn error_name(&self) -> Option<&str> {
-        match self {
-            StepError::Runtime(e) => Some(e.name()),
-            StepError::Call { name, .. } => Some(name),
-            StepError::Check(_) | StepError::Unsupported(_) => None,
-        }
-    }
-}
-
-impl From<Error> for StepError {
-    fn from(e: Error) -> Self {
-        StepError::Runtime(e)
-    }
-}
-
-impl From<String> for StepError {
-    fn from(m: String) -> Self {
-        StepError::Check(m)
-    }
-}
-
-impl std::fmt::Display for StepError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StepError::Runtime(e) => write!(f, "{e}"),
-            StepError::Call { message, .. } => f.write_str(message),
-            StepError::Check(m) | StepError::Unsupported(m) => f.write_str(m),
-        }
-    }
-}
+use crate::rt::{vk, Buffer, Context, Event, InFlight};
 
 /// A running case.
 pub struct State<'a> {
+    /// The context the case runs on.
     pub ctx: &'a Context,
     names: Vec<String>,
     bufs: Vec<Option<Buffer>>,
@@ -104,14 +59,17 @@ impl<'a> State<'a> {
             .ok_or_else(|| StepError::Check("the native buffer was not made".into()))
     }
 
+    /// The case's name of slot `i`.
     pub fn name(&self, i: usize) -> &str {
         &self.names[i]
     }
 
+    /// The buffer in slot `i`.
     pub fn get(&self, i: usize) -> Result<&Buffer, StepError> {
         self.bufs[i].as_ref().ok_or_else(|| self.missing(i))
     }
 
+    /// The buffer in slot `i`, to change.
     pub fn get_mut(&mut self, i: usize) -> Result<&mut Buffer, StepError> {
         if self.bufs[i].is_none() {
             return Err(self.missing(i));
@@ -138,6 +96,7 @@ impl<'a> State<'a> {
         self.bufs[i].take().ok_or_else(|| self.missing(i))
     }
 
+    /// Puts `b` in slot `i`.
     pub fn put(&mut self, i: usize, b: Buffer) {
         self.bufs[i] = Some(b);
     }

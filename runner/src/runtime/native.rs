@@ -78,10 +78,12 @@ impl<'a> Native<'a> {
         Ok(native)
     }
 
+    /// Its handle.
     pub fn buffer(&self) -> vk::Buffer {
         self.buffer
     }
 
+    /// Its size in bytes.
     pub fn size(&self) -> u64 {
         self.size
     }
