@@ -103,7 +103,7 @@ fn attempt(
     match w.run(&entry.path, plan.timeout.unwrap_or(schedule.timeout)) {
         Ok(out) => {
             // A lost device may leave the driver unusable in that process.
-            if out.status == Status::DeviceLost {
+            if out.status == Status::DeviceLost || spawn.fresh {
                 *worker = None;
             }
             out

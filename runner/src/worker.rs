@@ -32,6 +32,10 @@ pub struct Spawn {
     pub exe: PathBuf,
     /// `worker --cases ROOT ...`.
     pub args: Vec<String>,
+    /// Each case in a worker of its own: the runtime keeps its state in
+    /// process globals (Halide's context, allocator and loader entry points),
+    /// which a case must not inherit from the one before it.
+    pub fresh: bool,
 }
 
 impl Spawn {
@@ -57,6 +61,7 @@ impl Spawn {
         Spawn {
             exe: exe.to_owned(),
             args,
+            fresh: overrides.runtime.is_halide(),
         }
     }
 }
@@ -281,4 +286,36 @@ pub fn serve(
             .map_err(|e| format!("stdout: {e}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Overrides, Spawn};
+    use crate::runtime::Choice;
+    use std::path::Path;
+
+    /// Halide's runtime keeps its state in process globals: each case gets a
+    /// worker of its own, told the runtime on its command line.
+    #[test]
+    fn workers_of_halide_serve_one_case_each_and_carry_the_runtime() {
+        let halide = Overrides {
+            runtime: Choice::Halide("/x/libhalide.so".into()),
+            ..Overrides::default()
+        };
+        let s = Spawn::new(Path::new("suite"), Path::new("/c"), &halide);
+        assert!(s.fresh);
+        assert_eq!(
+            s.args,
+            [
+                "worker",
+                "--cases",
+                "/c",
+                "--runtime",
+                "halide:/x/libhalide.so"
+            ]
+        );
+        let s = Spawn::new(Path::new("suite"), Path::new("/c"), &Overrides::default());
+        assert!(!s.fresh);
+        assert_eq!(s.args[3..], ["--runtime", "vkcopy"]);
+    }
 }
