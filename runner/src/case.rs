@@ -19,10 +19,13 @@ use crate::vocab::{DeviceTypeName, ElemName, MappedUploadName, PolicyName, Small
 /// case (`selection`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "vkcopy-suite case")]
+#[schemars(title = "vkcopy-suite case", extend("required" = ["about"]))]
 pub struct CaseFile {
     /// What the case checks, in one or two sentences.
-    pub about: String,
+    // Required: planning says so, with the steps' errors (`plan::parse_one`).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub about: Option<String>,
     /// The Halide test this case mirrors, e.g. `test/correctness/device_crop.cpp`.
     #[serde(default)]
     pub mirrors: Option<String>,

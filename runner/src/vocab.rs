@@ -329,18 +329,6 @@ fn keyed<K: JsonSchema, V: JsonSchema>(g: &mut SchemaGenerator, description: &st
     })
 }
 
-/// Counters of `expect_counters` and their expected values.
-pub struct Counters;
-
-impl JsonSchema for Counters {
-    fn schema_name() -> Cow<'static, str> {
-        "Counters".into()
-    }
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        keyed::<CounterName, u64>(g, "Context counters and the values they must have.")
-    }
-}
-
 /// Thresholds by device type (`min_gbps`, `max_us`).
 pub struct DeviceLimits;
 

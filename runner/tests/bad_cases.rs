@@ -94,8 +94,8 @@ fn an_unknown_step_after_each_kind_of_step_names_itself() {
     // Inside the steps of a repeat, and as the step of an expect_error.
     let nested = [
         (
-            "  - repeat:\n      from: 0\n      to: 2\n      steps:\n        - copy_to_device: g\n        - kernel: g\n",
-            "unknown_after.yaml:10:11: unknown step 'kernel'; cases/README.md lists the steps",
+            "  - repeat:\n      from: 0\n      to: 2\n      steps:\n        - copy_to_device: g\n        - launch: g\n",
+            "unknown_after.yaml:10:11: unknown step 'launch'; cases/README.md lists the steps",
         ),
         (
             "  - expect_error: { error: no_device_allocation, step: { copy_to_hots: g } }\n",
@@ -110,6 +110,35 @@ fn an_unknown_step_after_each_kind_of_step_names_itself() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A file without `about:` is reported with its steps' errors, and an old
+/// step spelling is pointed at its new name.
+#[test]
+fn a_missing_field_and_an_old_spelling_are_reported_with_the_rest() {
+    let src = "buffers:\n  g: { type: i32, extent: [16] }\nsteps:\n  - kernel: { fill: g, value: \"1\" }\n  - copy_to_devcie: g\n  - release_crop: g\n";
+    let Err(errors) = plan::parse_all(&cases_root(), Path::new("old.yaml"), src) else {
+        panic!("loaded without an error");
+    };
+    let got: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(got.len(), 4, "{got:#?}");
+    assert_eq!(
+        got[0],
+        "old.yaml:1:1: field about: missing; it is required here"
+    );
+    assert!(
+        got[1].starts_with("old.yaml:4:5: unknown step 'kernel', an old spelling; did you mean fill_device, add_device or map_device (`kernel: { fill: b, value: \"...\" }` is now `fill_device: { buffer: b, value: \"...\" }`"),
+        "{}",
+        got[1]
+    );
+    assert_eq!(
+        got[2],
+        "old.yaml:5:5: unknown step 'copy_to_devcie'; did you mean copy_to_device?"
+    );
+    assert_eq!(
+        got[3],
+        "old.yaml:6:5: unknown step 'release_crop', an old spelling; did you mean release (it releases crops, slices and views too)?"
+    );
 }
 
 /// Planning goes on past a failed step: every error of a file in one pass, in

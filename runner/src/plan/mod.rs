@@ -215,8 +215,24 @@ fn parse_one(
     src: &str,
 ) -> Result<Result<CasePlan, Vec<CaseError>>, CaseError> {
     crate::error::refuse_tags(path, src).map_err(|e| with_step(src, e))?;
+    if src
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Err(CaseError::new(
+            path,
+            src.lines().count() as u64 + 1,
+            1,
+            "the file is empty; a case has at least `about` and `steps`",
+        ));
+    }
     let file: CaseFile = serde_saphyr::from_str(src)
         .map_err(|e| with_step(src, CaseError::from_yaml(path, src, &e)))?;
+    // Checked here rather than by serde, so that the steps' errors are found too.
+    let no_about = file
+        .about
+        .is_none()
+        .then(|| CaseError::new(path, 1, 1, "field about: missing; it is required here"));
     let mut requires = Vec::new();
     for spanned in &file.requires.device_types {
         let (t, at) = (&spanned.value, &spanned.referenced);
@@ -281,6 +297,9 @@ fn parse_one(
                     "a selection case has no buffers, simulate_memory, policy, mapped_upload or small_copy_queue",
                 ));
             }
+            if let Some(e) = no_about {
+                return Err(e);
+            }
             PlanKind::Selection(selection::plan(root, path, &sel.value, at)?)
         }
         (Some(sel), false) => {
@@ -300,15 +319,19 @@ fn parse_one(
                 "the case has no `steps` (or `selection`)",
             ))
         }
-        (None, false) => match runtime(root, path, &file)? {
-            Ok(r) => PlanKind::Runtime(r),
-            Err(errors) => return Ok(Err(errors)),
+        (None, false) => match (runtime(root, path, &file)?, no_about) {
+            (Ok(r), None) => PlanKind::Runtime(r),
+            (Ok(_), Some(e)) => return Ok(Err(vec![e])),
+            (Err(mut errors), no_about) => {
+                errors.splice(0..0, no_about);
+                return Ok(Err(errors));
+            }
         },
     };
     Ok(Ok(CasePlan {
         name: case_name(root, path),
         path: path.to_owned(),
-        about: file.about,
+        about: file.about.unwrap_or_default(),
         mirrors: file.mirrors,
         requires,
         tags,

@@ -16,7 +16,7 @@ use crate::runtime::StepError;
 use crate::runtime::{own_state, role_answers, Capability, Runtime};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
-use crate::vocab::{Counters, FlagName, RoleName};
+use crate::vocab::{CounterName, FlagName, RoleName};
 
 /// The check steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -53,7 +53,7 @@ pub enum Step {
     },
     /// Counters of the context (`cases/README.md` names them).
     #[schemars(with = "Counters")]
-    ExpectCounters(BTreeMap<String, u64>),
+    ExpectCounters(BTreeMap<String, CounterWant>),
     /// At least this much work was in flight at once since the case began: each
     /// thread's blocking work while the device has it, each async stream from
     /// the start of a copy that is ready to run on it until its ready copies have
@@ -96,7 +96,7 @@ pub enum Op {
         device_dirty: Option<bool>,
         has_device: Option<bool>,
     },
-    ExpectCounters(Vec<(String, u64)>),
+    ExpectCounters(Vec<(String, CounterWant)>),
     ExpectConcurrent(u32),
     ExpectMemory {
         role: Role,
@@ -166,6 +166,11 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                     _ => "cases/REFERENCE.md lists the counters (CounterName)".into(),
                 };
                 return Err(p.err(format!("unknown counter '{bad}'; {hint}")));
+            }
+            if let Some((name, w)) = map.iter().find(|(_, w)| !w.can_hold()) {
+                return Err(p.err(format!(
+                    "counter {name}: {w} holds for no value; give at_least, at_most or both, with at_least <= at_most"
+                )));
             }
             Op::ExpectCounters(map.iter().map(|(k, v)| (k.clone(), *v)).collect())
         }
@@ -274,18 +279,116 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     }
 }
 
+/// What `expect_counters` wants of one counter: a value, or bounds, so that
+/// "does not grow" is written without a figure read off one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a counter's value (a whole number), or bounds { at_least: N, at_most: M }"
+)]
+pub enum CounterWant {
+    /// Exactly this value.
+    Exactly(u64),
+    /// Within these bounds (either may be left out).
+    Within(Bounds),
+}
+
+/// `{ at_least: N, at_most: M }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bounds {
+    /// The least value allowed.
+    #[serde(default)]
+    pub at_least: Option<u64>,
+    /// The largest value allowed.
+    #[serde(default)]
+    pub at_most: Option<u64>,
+}
+
+impl CounterWant {
+    /// Whether `got` is wanted.
+    pub fn holds(self, got: u64) -> bool {
+        match self {
+            CounterWant::Exactly(v) => got == v,
+            CounterWant::Within(b) => {
+                b.at_least.is_none_or(|l| got >= l) && b.at_most.is_none_or(|m| got <= m)
+            }
+        }
+    }
+
+    /// Whether some value is wanted, and a bound is given.
+    fn can_hold(self) -> bool {
+        match self {
+            CounterWant::Exactly(_) => true,
+            CounterWant::Within(Bounds { at_least, at_most }) => {
+                (at_least.is_some() || at_most.is_some())
+                    && at_least.unwrap_or(0) <= at_most.unwrap_or(u64::MAX)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for CounterWant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CounterWant::Exactly(v) => write!(f, "{v}"),
+            CounterWant::Within(Bounds { at_least, at_most }) => match (at_least, at_most) {
+                (Some(l), Some(m)) => write!(f, "from {l} to {m}"),
+                (Some(l), None) => write!(f, "at least {l}"),
+                (None, Some(m)) => write!(f, "at most {m}"),
+                (None, None) => write!(f, "an empty bound"),
+            },
+        }
+    }
+}
+
+impl JsonSchema for CounterWant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CounterWant".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let bounds = g.subschema_for::<Bounds>();
+        schemars::json_schema!({
+            "description": "A counter's value, or bounds on it: `{ at_most: 2 }`, `{ at_least: 1, at_most: 4 }`.",
+            "anyOf": [
+                { "type": "integer", "minimum": 0, "description": "Exactly this value." },
+                bounds
+            ],
+        })
+    }
+}
+
+/// Counters of `expect_counters` and what each must be.
+pub struct Counters;
+
+impl JsonSchema for Counters {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counters".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let keys = g.subschema_for::<CounterName>();
+        let values = g.subschema_for::<CounterWant>();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "Context counters and the values they must have, or bounds on them.",
+            "propertyNames": keys,
+            "additionalProperties": values,
+        })
+    }
+}
+
 /// `expect_counters`: each wanted counter against `got(name)`; a counter for
 /// which `got` has no value (None) is left out, on a runtime where it has no meaning.
 pub fn counters_as_expected(
     label: &str,
-    want: &[(String, u64)],
+    want: &[(String, CounterWant)],
     got: impl Fn(&str) -> Option<u64>,
 ) -> Result<(), String> {
     let wrong: Vec<String> = want
         .iter()
-        .filter_map(|(name, v)| {
+        .filter_map(|(name, w)| {
             let g = got(name)?;
-            (g != *v).then(|| format!("{name} is {g}, expected {v}"))
+            (!w.holds(g)).then(|| format!("{name} is {g}, expected {w}"))
         })
         .collect();
     if wrong.is_empty() {
@@ -442,4 +545,26 @@ fn expect_memory<'a>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bounds, CounterWant};
+
+    #[test]
+    fn a_counter_is_held_to_a_value_or_to_bounds() {
+        let within = |at_least, at_most| CounterWant::Within(Bounds { at_least, at_most });
+        assert!(CounterWant::Exactly(3).holds(3));
+        assert!(!CounterWant::Exactly(3).holds(4));
+        assert!(within(None, Some(2)).holds(2));
+        assert!(!within(None, Some(2)).holds(3));
+        assert!(within(Some(1), Some(4)).holds(1));
+        assert!(!within(Some(1), Some(4)).holds(0));
+        assert!(within(Some(1), None).holds(u64::MAX));
+        assert_eq!(within(Some(1), Some(4)).to_string(), "from 1 to 4");
+        assert_eq!(within(None, Some(2)).to_string(), "at most 2");
+        assert!(!within(None, None).can_hold());
+        assert!(!within(Some(3), Some(2)).can_hold());
+        assert!(within(Some(2), Some(2)).can_hold());
+    }
 }

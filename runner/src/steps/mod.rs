@@ -117,8 +117,25 @@ fn body_from<'de, D: Deserializer<'de>>(name: &str, value: D) -> Result<Step, D:
     })
 }
 
+/// Step names of earlier forms of the format, and what took their place.
+const OLD_NAMES: &[(&str, &str)] = &[
+    (
+        "kernel",
+        "fill_device, add_device or map_device (`kernel: { fill: b, value: \"...\" }` is now \
+         `fill_device: { buffer: b, value: \"...\" }`, `kernel: { add: b, constant: 7 }` is \
+         `add_device: { out: b, value: \"7\" }`)",
+    ),
+    (
+        "release_crop",
+        "release (it releases crops, slices and views too)",
+    ),
+];
+
 /// `unknown step 'fill_devcie'; did you mean fill_device?`
 pub fn unknown_step(name: &str) -> String {
+    if let Some((_, now)) = OLD_NAMES.iter().find(|(old, _)| *old == name) {
+        return format!("unknown step '{name}', an old spelling; did you mean {now}?");
+    }
     let near = names::suggest(name, step_names());
     match near.as_slice() {
         [] => format!("unknown step '{name}'; cases/README.md lists the steps"),
