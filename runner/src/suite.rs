@@ -28,6 +28,33 @@ pub struct Device {
     unsupported: Vec<(ElemType, String)>,
 }
 
+/// The variable that `run --expect-device` reads when the flag is not given.
+pub const EXPECT_DEVICE_VAR: &str = "VKCOPY_EXPECT_DEVICE";
+
+/// Whether `device` is the one a run asks for: `want` is a device type as
+/// cases name them (`discrete-gpu`, `gpu`, `cpu`...) or part of the device's
+/// name, in any case. A GPU job that lands on lavapipe (a missing ICD, a
+/// container without the driver) fails here, before any case runs.
+pub fn check_device(want: &str, device: &Result<Device, String>) -> Result<(), String> {
+    let want = want.trim();
+    let d = device
+        .as_ref()
+        .map_err(|e| format!("expected device '{want}', but there is no Vulkan device: {e}"))?;
+    let name = &d.record.name;
+    let ok = match crate::requires::DeviceReq::parse(want) {
+        Some(t) => t.accepts(d.device_type),
+        None => name.to_lowercase().contains(&want.to_lowercase()),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "expected device '{want}', but the device opened is {name} ({}, {}); is its Vulkan driver \
+         installed and found (VK_DRIVER_FILES, VKCOPY_DEVICE)?",
+        d.record.device_type, d.record.driver
+    ))
+}
+
 /// Opens the device `options` name once. `Ok(Err(why))` when there is no Vulkan
 /// loader or device: device cases then cannot run. `Err` for any other error,
 /// a setting to fix (`VKCOPY_DEVICE`, `VKCOPY_ALLOC_CONFIG`, ...).

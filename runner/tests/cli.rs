@@ -197,6 +197,58 @@ fn the_old_policy_fails_only_its_known_failures() {
         .contains("| regressions::seed_readback::h200 | expected_fail | fail |"));
 }
 
+/// A run asked for a device it did not get fails at its start, before any
+/// case, naming what it got; the device's own type or name passes.
+#[test]
+fn a_run_on_another_device_than_expected_fails_at_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |want: &str, by_env: bool| {
+        let mut c = suite();
+        c.args(["run", "--filter", "basic::errors", "--report-dir"])
+            .arg(dir.path())
+            .env_remove("VKCOPY_EXPECT_DEVICE");
+        if by_env {
+            c.env("VKCOPY_EXPECT_DEVICE", want);
+        } else {
+            c.args(["--expect-device", want]);
+        }
+        c.output().unwrap()
+    };
+    let probe = run("any", false);
+    let stdout = String::from_utf8_lossy(&probe.stdout).into_owned();
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert!(probe.status.success(), "{stdout}");
+    // "device: NAME (Type, driver), policy ..."
+    let line = stdout.lines().find(|l| l.starts_with("device: ")).unwrap();
+    let name = line["device: ".len()..]
+        .split(" (")
+        .next()
+        .unwrap()
+        .to_owned();
+    let is_cpu = line.contains("(Cpu,");
+    let (other, own_type) = if is_cpu {
+        ("gpu", "cpu")
+    } else {
+        ("cpu", "gpu")
+    };
+    for by_env in [false, true] {
+        let out = run(other, by_env);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "--expect-device: expected device '{other}', but the device opened is {name}"
+            )),
+            "{stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("passed"));
+        assert!(run(own_type, by_env).status.success());
+        assert!(run(&name.to_uppercase(), by_env).status.success());
+    }
+}
+
 #[test]
 fn simulate_memory_from_the_environment() {
     let dir = tempfile::tempdir().unwrap();

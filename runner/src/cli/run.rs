@@ -54,6 +54,11 @@ pub struct Args {
     /// halide:PATH (a Halide runtime library); as VKCOPY_RUNTIME.
     #[arg(long, value_name = "RUNTIME")]
     runtime: Option<String>,
+    /// Fail at the start unless the device opened is of this type (gpu,
+    /// discrete-gpu, integrated-gpu, cpu...) or has this in its name; as
+    /// VKCOPY_EXPECT_DEVICE.
+    #[arg(long, value_name = "NAME|TYPE", env = "VKCOPY_EXPECT_DEVICE")]
+    expect_device: Option<String>,
     #[command(flatten)]
     cases: CasesArg,
     /// Where reports go: <DIR>/<device>/results.json and summary.md.
@@ -80,6 +85,10 @@ pub struct Args {
 pub fn env_help() -> String {
     let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
     vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
+    vars.push((
+        vkcopy_suite::suite::EXPECT_DEVICE_VAR,
+        "the device a run must open, by type or name (as --expect-device)",
+    ));
     vars.push((
         vkcopy_suite::runtime::choice::VAR,
         "the runtime under test: vkcopy, halide:VERSION or halide:PATH (as --runtime)",
@@ -263,6 +272,10 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         runtime,
     };
     let suite = Suite::open(config)?;
+    if let Some(want) = &args.expect_device {
+        vkcopy_suite::suite::check_device(want, &suite.device)
+            .map_err(|e| format!("--expect-device: {e}"))?;
+    }
     match &suite.device {
         Ok(d) => out!(
             "device: {} ({}, {}), policy {}",
