@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::outcome::PlacementRecord;
-use crate::rt::{property_flags_name, vk, DeviceType, MemoryTable, Role};
+use crate::rt::{is_validation_finding, property_flags_name, vk, DeviceType, MemoryTable, Role};
 
 /// The real loader, opened once.
 struct Loader {
@@ -748,12 +748,26 @@ unsafe extern "system" fn on_message(
     _user: *mut c_void,
 ) -> vk::Bool32 {
     // SAFETY: the layer passes valid callback data for the call.
-    let text = unsafe { data.as_ref() }
-        .and_then(|d| (!d.p_message.is_null()).then_some(d.p_message))
+    let Some(d) = (unsafe { data.as_ref() }) else {
+        return vk::FALSE;
+    };
+    let text = if d.p_message.is_null() {
+        String::new()
+    } else {
         // SAFETY: a NUL-terminated message.
-        .map(|m| unsafe { CStr::from_ptr(m) }.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    seen().messages.push(format!("{severity:?}: {text}"));
+        unsafe { CStr::from_ptr(d.p_message) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let id: &[u8] = if d.p_message_id_name.is_null() {
+        b""
+    } else {
+        // SAFETY: a NUL-terminated name.
+        unsafe { CStr::from_ptr(d.p_message_id_name) }.to_bytes()
+    };
+    if is_validation_finding(id, &text) {
+        seen().messages.push(format!("{severity:?}: {text}"));
+    }
     vk::FALSE
 }
 
