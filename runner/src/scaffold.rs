@@ -8,6 +8,14 @@ use crate::schema::SCHEMA_FILE;
 
 /// The file of case `name` (`basic/my_case` or `basic::my_case`) below `root`.
 pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
+    // `cases/basic/x.yaml`, `basic/x.yaml` and `basic/x` name the same case.
+    let mut name = name.trim().trim_start_matches("./");
+    if let Some(folder) = root.file_name().and_then(|f| f.to_str()) {
+        name = name
+            .strip_prefix(folder)
+            .and_then(|n| n.strip_prefix('/'))
+            .unwrap_or(name);
+    }
     let name = name
         .strip_suffix(".yaml")
         .unwrap_or(name)
@@ -144,6 +152,19 @@ mod tests {
             case_path(root, "halide::gpu_x.yaml").unwrap(),
             Path::new("/c/halide/gpu_x.yaml")
         );
+        let cases = Path::new("/r/cases");
+        for name in [
+            "cases/basic/x.yaml",
+            "basic/x.yaml",
+            "basic/x",
+            "./cases/basic/x",
+        ] {
+            assert_eq!(
+                case_path(cases, name).unwrap(),
+                Path::new("/r/cases/basic/x.yaml"),
+                "{name}"
+            );
+        }
         assert!(case_path(root, "my_case").is_err());
         assert!(case_path(root, "basic/../x").is_err());
         assert!(case_path(root, "devices/x").is_err());

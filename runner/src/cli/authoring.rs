@@ -120,10 +120,19 @@ pub fn new_case(args: &NewArgs) -> ExitCode {
     let root = args.cases.root();
     match vkcopy_suite::scaffold::write(&root, &args.name, args.mirrors.as_deref()) {
         Ok(path) => {
-            out!("wrote {}", path.display());
-            out!("check it: vkcopy-suite check {}", path.display());
+            // Hints that run as typed from here, as the README's commands do.
+            let here = std::env::current_dir().ok();
+            let shown = here
+                .as_deref()
+                .and_then(|h| path.strip_prefix(h).ok())
+                .unwrap_or(&path);
+            out!("wrote {}", shown.display());
             out!(
-                "run it:   vkcopy-suite run{cases_arg} --filter '{}'",
+                "check it: cargo run -q -p vkcopy-suite -- check{cases_arg} {}",
+                shown.display()
+            );
+            out!(
+                "run it:   cargo run -q -p vkcopy-suite -- run{cases_arg} --filter '{}'",
                 plan::case_name(&root, &path)
             );
             ExitCode::SUCCESS
