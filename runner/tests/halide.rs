@@ -139,8 +139,26 @@ steps:
     let (code, text) = run_with("sim", yaml, &halide, false, &["--policy", "halide"]);
     assert_eq!(code, Some(2), "{text}");
     assert!(
-        text.contains("--policy: vkcopy's memory-type policies do not reach Halide's runtime"),
+        text.contains("policy halide (--policy, VKCOPY_POLICY): vkcopy's settings, which do not reach Halide's runtime"),
         "{text}"
+    );
+    // So is a vkcopy setting from the environment.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+        .args([
+            "run",
+            "--in-process",
+            "--runtime",
+            &halide,
+            "--filter",
+            "none",
+        ])
+        .env("VKCOPY_MAPPED_UPLOAD", "always")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("VKCOPY_MAPPED_UPLOAD=always"),
+        "{out:?}"
     );
 }
 

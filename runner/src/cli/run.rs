@@ -241,11 +241,8 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         None => Choice::from_env()?,
     };
     if let Choice::Halide(lib) = &runtime {
-        if args.policy.is_some_and(|p| p != Policy::default()) {
-            return Err(format!(
-                "--policy: vkcopy's memory-type policies do not reach Halide's runtime ({}), which picks memory types itself",
-                lib.display()
-            ));
+        if let Some(why) = vkcopy_suite::halide::refused(&options) {
+            return Err(format!("--runtime {}: {why}", lib.display()));
         }
         out!(
             "runtime: Halide {} ({})",

@@ -21,8 +21,51 @@ pub(crate) mod shim;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::rt::{ContextOptions, Policy};
+use crate::rt::{ContextOptions, DeviceCopy, Emulate, MappedUpload, Policy, SmallCopyQueue};
 pub use runtime::{HalideRuntime, CAPABILITIES};
+
+/// What of `options` cannot reach Halide's runtime, which picks its device,
+/// memory types and copy paths itself: a run is refused with it named, rather
+/// than run without it. vkcopy's defaults, and settings that only turn a
+/// vkcopy route off (`mapped_upload: never`, `device_copy: transfer`), are
+/// what Halide does anyway.
+pub fn refused(options: &ContextOptions) -> Option<String> {
+    let plain = ContextOptions::default();
+    let mut not = Vec::new();
+    if options.policy != Policy::default() {
+        not.push(format!(
+            "policy {} (--policy, VKCOPY_POLICY)",
+            options.policy
+        ));
+    }
+    if options.device != plain.device {
+        not.push(
+            "a device choice (VKCOPY_DEVICE, VKCOPY_DEVICE_TYPE; Halide reads HL_VK_DEVICE_TYPE)"
+                .into(),
+        );
+    }
+    if options.alloc_config != plain.alloc_config {
+        not.push("VKCOPY_ALLOC_CONFIG".into());
+    }
+    if options.device_copy == DeviceCopy::Shader {
+        not.push("VKCOPY_DEVICE_COPY=shader".into());
+    }
+    if options.mapped_upload == MappedUpload::Always {
+        not.push("VKCOPY_MAPPED_UPLOAD=always".into());
+    }
+    if options.small_copy_queue == SmallCopyQueue::Other {
+        not.push("VKCOPY_SMALL_COPY_QUEUE=other".into());
+    }
+    if options.emulate != Emulate::default() {
+        not.push("VKCOPY_EMULATE".into());
+    }
+    (!not.is_empty()).then(|| {
+        format!(
+            "{}: vkcopy's settings, which do not reach Halide's runtime (it picks its device, memory types and copy paths itself)",
+            not.join(", ")
+        )
+    })
+}
 
 /// A case's runtime, with slots named `slots`, on the Halide library at
 /// `path`, under `options`: its
@@ -34,11 +77,8 @@ pub fn open(
     options: &ContextOptions,
     slots: Vec<String>,
 ) -> Result<HalideRuntime, String> {
-    if options.policy != Policy::default() {
-        return Err(format!(
-            "policy {}: vkcopy's memory-type policies do not reach Halide's runtime, which picks memory types itself",
-            options.policy
-        ));
+    if let Some(why) = refused(options) {
+        return Err(why);
     }
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
