@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::outcome::{Outcome, Status, Verdict};
@@ -26,6 +27,19 @@ pub struct Schedule {
     /// How to start workers; `None` runs the cases in this process (no
     /// isolation, no time limit).
     pub spawn: Option<Spawn>,
+    /// When to stop handing out cases.
+    pub stop: Stop,
+}
+
+/// When a run stops early, as deqp-runner's `--max-fails` and the CTS's
+/// terminate-on-device-lost do: the cases not yet started are recorded as
+/// skipped, with why.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stop {
+    /// After this many failing verdicts.
+    pub max_fails: Option<usize>,
+    /// After the first case whose device was lost.
+    pub on_device_lost: bool,
 }
 
 /// Runs `entries`; `each(record, done, total)` is called on this thread as each
@@ -38,17 +52,28 @@ pub fn run(
 ) -> Vec<CaseRecord> {
     let total = entries.len();
     let next = AtomicUsize::new(0);
+    // Failing verdicts so far, and why the run stopped, once it has: kept by
+    // the workers, so that none starts a case after the one that stopped it.
+    let stopped: Mutex<(usize, Option<String>)> = Mutex::new((0, None));
     let mut records: Vec<Option<CaseRecord>> = vec![None; total];
     let (tx, rx) = channel();
     std::thread::scope(|scope| {
         for _ in 0..schedule.jobs.clamp(1, total.max(1)) {
-            let (tx, next) = (tx.clone(), &next);
+            let (tx, next, stopped) = (tx.clone(), &next, &stopped);
             scope.spawn(move || {
                 let mut worker = None;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(entry) = entries.get(i) else { break };
-                    let record = run_case(suite, entry, schedule, &mut worker);
+                    let why = lock(stopped).1.clone();
+                    let record = match why {
+                        Some(why) => not_run(suite, entry, why),
+                        None => {
+                            let record = run_case(suite, entry, schedule, &mut worker);
+                            schedule.stop.count(&record, &mut lock(stopped));
+                            record
+                        }
+                    };
                     if tx.send((i, record)).is_err() {
                         break;
                     }
@@ -62,6 +87,32 @@ pub fn run(
         }
     });
     records.into_iter().flatten().collect()
+}
+
+impl Stop {
+    /// Counts `record` into `state` (failing verdicts, why the run stopped).
+    fn count(&self, record: &CaseRecord, state: &mut (usize, Option<String>)) {
+        state.0 += usize::from(record.verdict.fails_run(false));
+        let why = if self.on_device_lost && record.outcome.status == Status::DeviceLost {
+            Some(format!("not run: the device was lost in {}", record.name))
+        } else {
+            self.max_fails
+                .filter(|&m| state.0 >= m)
+                .map(|m| format!("not run: {} failing cases, --max-fails {m}", state.0))
+        };
+        if state.1.is_none() {
+            state.1 = why;
+        }
+    }
+}
+
+/// The record of a case that a stopped run did not start.
+fn not_run(suite: &Suite, entry: &Entry, why: String) -> CaseRecord {
+    suite.judge(entry, vec![Outcome::new(Status::Skip, why, Duration::ZERO)])
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs one case, re-running it while it fails and retries are left.

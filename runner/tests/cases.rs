@@ -46,6 +46,7 @@ fn main() {
         retries: 0,
         timeout: DEFAULT_TIMEOUT,
         spawn: Some(spawn),
+        stop: Default::default(),
     });
     // Idle workers, taken by a test thread for a case and given back after it.
     let idle: Arc<Mutex<Vec<Worker>>> = Arc::default();

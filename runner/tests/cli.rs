@@ -713,6 +713,61 @@ fn no_device(stdout: &str) -> bool {
     stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none()
 }
 
+/// A run stops after --max-fails failing cases, and with
+/// --stop-on-device-lost after a lost device: the cases not started are
+/// skipped, saying why, and the run says it stopped.
+#[test]
+fn a_run_stops_early_after_its_failures_or_a_lost_device() {
+    if !hook_built("a_run_stops_early_after_its_failures_or_a_lost_device") {
+        return;
+    }
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &["--max-fails", "1"])
+        .env("VKCOPY_SUITE_TEST_HOOK", HOOKS)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let got = fleet_results(dir.path());
+    // Path order: `aborts` first, a crash, then nothing more runs.
+    assert_eq!(got["aborts"].0, "crash", "{stdout}");
+    for (name, (status, _, attempts, message)) in got.iter().filter(|(n, _)| *n != "aborts") {
+        assert_eq!(status, "skip", "{name}: {message}");
+        assert_eq!(*attempts, 1);
+        assert_eq!(message, "not run: 1 failing cases, --max-fails 1", "{name}");
+    }
+    assert!(
+        stdout.contains("stopped early: 1 failing cases, --max-fails 1"),
+        "{stdout}"
+    );
+
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &["--stop-on-device-lost"])
+        .env("VKCOPY_SUITE_TEST_HOOK", "lose_device:loses_device")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let got = fleet_results(dir.path());
+    if got["loses_device"].0 != "device_lost" {
+        eprintln!("skipped: this build cannot lose a device (the feature fault-injection)");
+        return;
+    }
+    assert_eq!(got["panics"].2, 1, "{stdout}");
+    for name in ["panics", "passes", "skips"] {
+        assert_eq!(
+            got[name].3, "not run: the device was lost in loses_device",
+            "{name}: {stdout}"
+        );
+    }
+    assert_ne!(
+        got["fails"].3,
+        "not run: the device was lost in loses_device"
+    );
+}
+
 /// Every status through the real binary, two workers at once, one re-run: a
 /// panic and an abort are crashes and the run goes on in a new worker, a hang is
 /// killed at the case's own limit, a full heap is a resource error, a failure

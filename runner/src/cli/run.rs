@@ -59,6 +59,13 @@ pub struct Args {
     /// VKCOPY_EXPECT_DEVICE.
     #[arg(long, value_name = "NAME|TYPE", env = "VKCOPY_EXPECT_DEVICE")]
     expect_device: Option<String>,
+    /// Stop after N failing cases; the cases not started are reported as
+    /// skipped, with why.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_fails: Option<u32>,
+    /// Stop after the first case whose device was lost (a GPU hang), as above.
+    #[arg(long)]
+    stop_on_device_lost: bool,
     #[command(flatten)]
     cases: CasesArg,
     /// Where reports go: <DIR>/<device>/results.json and summary.md.
@@ -178,6 +185,10 @@ pub fn run(args: Args) -> ExitCode {
         retries: args.retries,
         timeout: std::time::Duration::from_secs_f64(args.timeout),
         spawn,
+        stop: vkcopy_suite::schedule::Stop {
+            max_fails: args.max_fails.map(|n| n as usize),
+            on_device_lost: args.stop_on_device_lost,
+        },
     };
     let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
     let clock = std::time::Instant::now();
@@ -210,6 +221,13 @@ pub fn run(args: Args) -> ExitCode {
             Ok(path) => out!("wrote {}", path.display()),
             Err(e) => return fail(e),
         }
+    }
+    if let Some(c) = report
+        .cases
+        .iter()
+        .find(|c| c.outcome.message.starts_with("not run: "))
+    {
+        out!("stopped early: {}", &c.outcome.message["not run: ".len()..]);
     }
     let summary = report.summary();
     if summary.expected_failures > 0 {
