@@ -220,8 +220,9 @@ impl Report {
     }
 
     /// Writes every report file, and `more` (name, bytes: a chart), into a new
-    /// folder `dir/<device>/<start time>/` (`-2`, `-3` ... when another run took
-    /// that name); returns the folder.
+    /// folder `dir/<device>/<start time>/` (then `-<policy or runtime>` when not
+    /// vkcopy's own; `-2`, `-3` ... when another run took that name); returns
+    /// the folder.
     pub fn write(&self, dir: &Path, more: Vec<(&str, Vec<u8>)>) -> std::io::Result<PathBuf> {
         let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         json.push('\n');
@@ -234,11 +235,15 @@ impl Report {
         ];
         files.extend(more);
         let name = folder::stamp_name(&self.started);
-        let name = if name.is_empty() {
+        let mut name = if name.is_empty() {
             "run".to_owned()
         } else {
             name
         };
+        // Runs of other runtimes or policies on the device are told apart by name.
+        if self.policy != crate::rt::Policy::default().to_string() {
+            name = format!("{name}-{}", device_slug(&self.policy));
+        }
         folder::write_new(&dir.join(self.device_slug()), &name, &files)
     }
 }
