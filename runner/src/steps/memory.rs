@@ -245,6 +245,8 @@ pub fn needs(op: &Op) -> Option<Capability> {
     }
 }
 
+/// Primitives on any runtime; the rest on vkcopy's own state, under the
+/// capability `needs` names.
 pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match op {
         Op::DeviceMalloc(b) => return rt.device_malloc(*b),
@@ -258,20 +260,22 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
         Op::FillHeap { heap, leave } => return rt.fill_heap(*heap, *leave),
         Op::ReuseDeviceAllocations(on) => return rt.reuse_device_allocations(*on),
         Op::DeviceRelease => return rt.device_release(),
-        _ => {}
-    }
-    let Some(need) = needs(op) else {
-        return Ok(());
-    };
-    let s = own_state(rt, need)?;
-    let ctx = s.ctx;
-    match op {
-        Op::DeviceAndHostMalloc(b) => ctx.device_and_host_malloc(s.get_mut(*b)?)?,
-        Op::DeviceAndHostFree(b) => ctx.device_and_host_free(s.get_mut(*b)?)?,
+        Op::DeviceAndHostMalloc(b) => {
+            let s = own_state(rt, Capability::RuntimeHostMemory)?;
+            s.ctx.device_and_host_malloc(s.get_mut(*b)?)?;
+        }
+        Op::DeviceAndHostFree(b) => {
+            let s = own_state(rt, Capability::RuntimeHostMemory)?;
+            s.ctx.device_and_host_free(s.get_mut(*b)?)?;
+        }
         Op::ReleaseUnused => {
-            ctx.release_unused();
+            own_state(rt, Capability::ReleaseUnused)?
+                .ctx
+                .release_unused();
         }
         Op::NativeBuffer { native, bytes } => {
+            let s = own_state(rt, Capability::NativeBuffers)?;
+            let ctx = s.ctx;
             let n = native::Native::new(ctx, *bytes).map_err(|e| match e {
                 native::NativeError::Unsupported(m) => StepError::Unsupported(m),
                 native::NativeError::Failed(m) => StepError::Check(m),
@@ -283,13 +287,16 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             native,
             offset,
         } => {
+            let s = own_state(rt, Capability::NativeBuffers)?;
+            let ctx = s.ctx;
             let (handle, size) = s.native(*native)?;
             let b = s.get_mut(*buffer)?;
             ctx.wrap_vk_buffer_at(b, handle, *offset, size)?;
             s.wrapped.insert(*buffer, handle);
         }
         Op::DetachNative(b) => {
-            let handle = ctx.detach_vk_buffer(s.get_mut(*b)?)?;
+            let s = own_state(rt, Capability::NativeBuffers)?;
+            let handle = s.ctx.detach_vk_buffer(s.get_mut(*b)?)?;
             let expected = s.wrapped.remove(b);
             if expected != Some(handle) {
                 return Err(StepError::Check(format!(
@@ -298,14 +305,6 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
                 )));
             }
         }
-        // Primitives, run above.
-        Op::DeviceMalloc(_)
-        | Op::DeviceFree(_)
-        | Op::Release(_)
-        | Op::SetDirty { .. }
-        | Op::FillHeap { .. }
-        | Op::ReuseDeviceAllocations(_)
-        | Op::DeviceRelease => {}
     }
     Ok(())
 }
