@@ -5,24 +5,44 @@
 # runtime object for x86-64-linux-vulkan-vk_v13 and links it; a path to a
 # runtime object you built yourself (say from a Halide checkout with a fix)
 # is linked as it is. Nothing is rebuilt when the library is already there.
+# `scripts/halide-runtime.sh vkcopy-abi` links vkcopy's own library of that
+# ABI (crate vkcopy-halide, built by cargo; VKCOPY_ABI_PROFILE=release for a
+# release build) with Halide 21.0.0's generic runtime for x86-64-linux, the
+# device layer without Vulkan that AOT pipelines link.
 # Use it with VKCOPY_RUNTIME=halide:PATH or `vkcopy-suite run --runtime halide:PATH`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:?usage: scripts/halide-runtime.sh VERSION|RUNTIME_OBJECT}"
+what="${1:?usage: scripts/halide-runtime.sh VERSION|RUNTIME_OBJECT|vkcopy-abi}"
 root="$PWD/target/halide"
 
-if [ -f "$what" ]; then
+abi=()
+if [ "$what" = vkcopy-abi ]; then
+  profile="${VKCOPY_ABI_PROFILE:-debug}"
+  flags=()
+  [ "$profile" = debug ] || flags=(--profile "$profile")
+  cargo build -q -p vkcopy-halide "${flags[@]}" >&2
+  abi=(-Wl,--whole-archive "$PWD/target/$profile/libvkcopy_halide.a" -Wl,--no-whole-archive -lm)
+  out="$root/vkcopy-abi/libhalide_runtime_vulkan.so"
+  obj="$root/21.0.0/halide_runtime_x86-64-linux.o"
+  what=21.0.0
+  target=x86-64-linux
+  if [ -f "$out" ] && [ "$out" -nt "${abi[1]}" ] && [ "$out" -nt "$obj" ]; then
+    echo "$out"
+    exit 0
+  fi
+elif [ -f "$what" ]; then
   out="$root/custom/$(basename "$what" .o).so"
   obj="$what"
 else
   out="$root/$what/libhalide_runtime_vulkan.so"
   obj="$root/$what/halide_runtime_vulkan.o"
 fi
-if [ -f "$out" ] && [ "$out" -nt "$obj" ]; then
+target="${target:-x86-64-linux-vulkan-vk_v13}"
+if [ ${#abi[@]} -eq 0 ] && [ -f "$out" ] && [ "$out" -nt "$obj" ]; then
   echo "$out"
   exit 0
 fi
-mkdir -p "$(dirname "$out")"
+mkdir -p "$(dirname "$out")" "$(dirname "$obj")"
 
 need=()
 command -v cc >/dev/null 2>&1 || need+=(gcc)
@@ -50,12 +70,12 @@ if [ ! -f "$what" ]; then
   fi
   "$venv/bin/python" -c 'import halide' >/dev/null 2>&1 \
     || "$venv/bin/pip" install -q --disable-pip-version-check "halide==$what" >&2
-  "$venv/bin/python" - "$obj" <<'PY'
+  [ -f "$obj" ] || "$venv/bin/python" - "$obj" "$target" <<'PY'
 import sys
 import halide as hl
-hl.compile_standalone_runtime(sys.argv[1], hl.Target("x86-64-linux-vulkan-vk_v13"))
+hl.compile_standalone_runtime(sys.argv[1], hl.Target(sys.argv[2]))
 PY
 fi
-cc -shared -o "$out.tmp" "$obj" -ldl -lpthread
+cc -shared -o "$out.tmp" "$obj" "${abi[@]}" -ldl -lpthread
 mv "$out.tmp" "$out"
 echo "$out"

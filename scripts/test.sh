@@ -6,9 +6,11 @@
 # perf cases then run once more without it, thresholds held. Extra arguments go
 # to `cargo test` (e.g. `scripts/test.sh -- halide::`); the perf run is left out
 # when there are any, and so are the runs of every case on Halide's own Vulkan
-# runtime (releases 19.0.0 and 21.0.0, from their PyPI wheels; their known
-# failures are reports/expectations/runtime-halide-<version>.yaml); both
-# releases are still fetched first, since runner/tests/halide.rs uses 21.0.0. The runner
+# runtime (releases 19.0.0 and 21.0.0, from their PyPI wheels) and on vkcopy's
+# library of that ABI (halide-abi/, linked with 21.0.0's generic runtime); their
+# known failures are reports/expectations/runtime-halide-<name>.yaml. Then
+# real Halide pipelines run on both (scripts/halide-pipelines.sh). The
+# runtimes are still built first, since runner/tests/halide.rs uses them. The runner
 # is built with the runtime's fault hook, for its device_lost test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +24,7 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 features=(--features vkcopy-suite/fault-injection)
 # Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
 halide_runtimes=()
-for version in 19.0.0 21.0.0; do
+for version in 19.0.0 21.0.0 vkcopy-abi; do
     halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
 done
 cargo test --workspace "${features[@]}" "$@"
@@ -33,4 +35,6 @@ if [ $# -eq 0 ]; then
         echo "every case on Halide's Vulkan runtime $runtime:"
         cargo run -q -p vkcopy-suite "${features[@]}" -- run --runtime "halide:$runtime"
     done
+    echo "Halide pipelines compiled ahead of time, on Halide's runtime and on vkcopy's:"
+    scripts/halide-pipelines.sh
 fi

@@ -9,7 +9,12 @@ fn repo() -> &'static Path {
 }
 
 /// The folders whose `.rs` files are modules.
-const SOURCES: [&str; 3] = ["allocator/src", "kernels/src", "runner/src"];
+const SOURCES: [&str; 4] = [
+    "allocator/src",
+    "kernels/src",
+    "runner/src",
+    "halide-abi/src",
+];
 
 /// Where a path named in ARCHITECTURE.md is checked to exist.
 const CHECKED: [&str; 7] = [

@@ -13,6 +13,7 @@
 //! own afterwards, as in Halide's `Buffer::cropped`; writes through any view are
 //! also counted on the shared memory, so the others learn of them (`sync`).
 
+use crate::buffer::host::HostBytes;
 use crate::buffer::{Buffer, DeviceView, HostView};
 use crate::error::{Error, Result};
 use crate::types::Dim;
@@ -137,6 +138,31 @@ impl Buffer {
         v.host = None;
         v.host_dirty = false;
         v
+    }
+
+    /// The same device side over `host`, whose first byte is the element at the
+    /// mins: for callers that own their host memory and may hand in another
+    /// pointer between copies (`halide_buffer_t::host`). Dirty bits start clear.
+    pub fn with_host(&self, name: &str, host: HostBytes) -> Result<Buffer> {
+        if host.len() < self.size_in_bytes() as usize {
+            return Err(Error::BadDimensions(format!(
+                "{name}: {} bytes of host memory for a buffer that spans {}",
+                host.len(),
+                self.size_in_bytes()
+            )));
+        }
+        let mut v = self.without_host(name);
+        v.host = Some(HostView {
+            memory: std::sync::Arc::new(std::sync::RwLock::new(host)),
+            offset: 0,
+        });
+        // Clean on both sides: it has seen every write so far.
+        v.device_dirty = false;
+        v.host_seen = 0;
+        if let Some(d) = &v.device {
+            v.device_seen = d.region.writes();
+        }
+        Ok(v)
     }
 
     /// Whether this buffer's device memory is a view into a region at a non-zero

@@ -154,6 +154,42 @@ impl Context {
         })
     }
 
+    /// Where `buf`'s device view lies: its `VkBuffer`, the byte offset of its
+    /// element at the mins and its span (rounded up to 4 bytes, within the
+    /// `VkBuffer`). For kernels that address a buffer from its mins (Halide 21's
+    /// codegen binds crops by descriptor offset); the offset is a descriptor's
+    /// only where it is a multiple of `minStorageBufferOffsetAlignment`.
+    pub fn view_range(&self, buf: &Buffer) -> Result<vk::DescriptorBufferInfo> {
+        let view = buf
+            .device
+            .as_ref()
+            .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
+        if !self.owns(view.region.device()) {
+            return Err(Error::IncompatibleBuffers(format!(
+                "{} has device memory of another context",
+                buf.name()
+            )));
+        }
+        let start = view.byte_offset(buf.elem().bytes());
+        let vk_size = view.region.size().max(4).next_multiple_of(4);
+        let range = buf
+            .size_in_bytes()
+            .max(4)
+            .next_multiple_of(4)
+            .min(vk_size.saturating_sub(start));
+        if start >= vk_size {
+            return Err(Error::BadDimensions(format!(
+                "{}: its view starts at byte {start} of a {vk_size}-byte VkBuffer",
+                buf.name()
+            )));
+        }
+        Ok(vk::DescriptorBufferInfo {
+            buffer: view.region.alloc.buffer,
+            offset: start,
+            range,
+        })
+    }
+
     /// Counts and times of pipeline creation in this context.
     pub fn pipeline_stats(&self) -> PipelineStats {
         self.inner.pipelines.lock().stats.clone()
@@ -174,6 +210,29 @@ impl Context {
         self.info()
             .max_per_stage_descriptor_storage_buffers
             .clamp(2, MAX_BINDINGS)
+    }
+
+    /// Records `record` into one command buffer, runs it on the queue kernels
+    /// run on ([`Context::kernel_queue`]) and waits, bounded by the context's
+    /// timeout: for callers that bind pipelines of their own (Halide's kernel
+    /// ABI). Copies before and after are ordered with it as with
+    /// [`Context::dispatch`]; barriers inside are the caller's.
+    pub fn run_commands(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
+        let s = &*self.inner;
+        s.device.usable("a command submission")?;
+        let ran = s.submitters.take()?.run(record);
+        s.device.settle_on_timeout(ran)
+    }
+
+    /// The queue and family that [`Context::dispatch`] and
+    /// [`Context::run_commands`] submit to. vkcopy submits to it under its own
+    /// lock: work submitted to it from outside must not overlap a call.
+    pub fn kernel_queue(&self) -> (vk::Queue, u32) {
+        let q = self
+            .inner
+            .device
+            .queue(crate::vk::queue::QueueRole::Compute);
+        (q.lock().0, q.family)
     }
 
     /// Compiles (or finds) each dispatch's pipeline and runs them in order in one

@@ -130,6 +130,78 @@ pub(crate) struct Adapter {
     pub(crate) push_descriptor: bool,
     /// Queues of each family in use: (family, queues there, timestamps valid).
     pub(crate) families: Vec<QueueFamily>,
+    /// Features of Vulkan 1.1 to 1.3 to enable at device creation.
+    pub(crate) newer: NewerFeatures,
+}
+
+/// Features of Vulkan 1.1 to 1.3 that compute kernels compiled elsewhere use
+/// (Halide's 8- and 16-bit types, `LocalSizeId` workgroup sizes), each on
+/// where the device has it; timeline semaphores, which vkcopy needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NewerFeatures {
+    pub(crate) storage_buffer_16bit: bool,
+    pub(crate) uniform_and_storage_buffer_16bit: bool,
+    pub(crate) storage_buffer_8bit: bool,
+    pub(crate) uniform_and_storage_buffer_8bit: bool,
+    pub(crate) shader_int8: bool,
+    pub(crate) shader_float16: bool,
+    /// Vulkan 1.3's `maintenance4`; `None` on a device before 1.3.
+    pub(crate) maintenance4: Option<bool>,
+}
+
+impl NewerFeatures {
+    /// What the device has, and the names of those on, for [`DeviceInfo::features`].
+    fn query(
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        api_version: u32,
+        names: &mut Vec<&'static str>,
+    ) -> Self {
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default();
+        let has_13 = api_version >= vk::API_VERSION_1_3;
+        let mut features = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut v11)
+            .push_next(&mut v12);
+        if has_13 {
+            features = features.push_next(&mut v13);
+        }
+        // SAFETY: Vulkan 1.2 core query with a valid pNext chain.
+        unsafe { instance.get_physical_device_features2(physical, &mut features) };
+        let on = |b: vk::Bool32, name: &'static str, names: &mut Vec<&'static str>| {
+            let on = b == vk::TRUE;
+            if on {
+                names.push(name);
+            }
+            on
+        };
+        NewerFeatures {
+            storage_buffer_16bit: on(
+                v11.storage_buffer16_bit_access,
+                "storageBuffer16BitAccess",
+                names,
+            ),
+            uniform_and_storage_buffer_16bit: on(
+                v11.uniform_and_storage_buffer16_bit_access,
+                "uniformAndStorageBuffer16BitAccess",
+                names,
+            ),
+            storage_buffer_8bit: on(
+                v12.storage_buffer8_bit_access,
+                "storageBuffer8BitAccess",
+                names,
+            ),
+            uniform_and_storage_buffer_8bit: on(
+                v12.uniform_and_storage_buffer8_bit_access,
+                "uniformAndStorageBuffer8BitAccess",
+                names,
+            ),
+            shader_int8: on(v12.shader_int8, "shaderInt8", names),
+            shader_float16: on(v12.shader_float16, "shaderFloat16", names),
+            maintenance4: has_13.then(|| on(v13.maintenance4, "maintenance4", names)),
+        }
+    }
 }
 
 /// A queue family the device is created with.
@@ -231,6 +303,11 @@ impl Adapter {
             enabled.shader_float64 = vk::TRUE;
             features.push("shaderFloat64");
         }
+        if supported.shader_int16 == vk::TRUE {
+            enabled.shader_int16 = vk::TRUE;
+            features.push("shaderInt16");
+        }
+        let newer = NewerFeatures::query(raw, physical, props.api_version, &mut features);
         // SAFETY: `physical` was enumerated from this instance.
         let device_exts = unsafe { raw.enumerate_device_extension_properties(physical) }
             .vk("vkEnumerateDeviceExtensionProperties")?;
@@ -291,6 +368,7 @@ impl Adapter {
             memory_budget,
             push_descriptor,
             families: queue_families,
+            newer,
         })
     }
 }

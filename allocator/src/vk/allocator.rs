@@ -31,9 +31,11 @@ use crate::vk::device::DeviceShared;
 use crate::vk::heaps::{CallError, Heaps, MemoryBlock};
 use crate::vk::simulate::{self, Shadow};
 
-/// Usage of every buffer the runtime creates: storage for kernels, both transfer ends.
+/// Usage of every buffer the runtime creates: storage and uniform buffers for
+/// kernels, both transfer ends.
 pub(crate) const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::UNIFORM_BUFFER.as_raw()
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
         | vk::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );

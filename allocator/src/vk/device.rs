@@ -98,8 +98,18 @@ impl DeviceShared {
                     .queue_priorities(&priorities[..f.queues as usize])
             })
             .collect();
-        let mut timeline =
-            vk::PhysicalDeviceTimelineSemaphoreFeatures::default().timeline_semaphore(true);
+        let n = adapter.newer;
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default()
+            .storage_buffer16_bit_access(n.storage_buffer_16bit)
+            .uniform_and_storage_buffer16_bit_access(n.uniform_and_storage_buffer_16bit);
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(true)
+            .storage_buffer8_bit_access(n.storage_buffer_8bit)
+            .uniform_and_storage_buffer8_bit_access(n.uniform_and_storage_buffer_8bit)
+            .shader_int8(n.shader_int8)
+            .shader_float16(n.shader_float16);
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default()
+            .maintenance4(n.maintenance4 == Some(true));
         let mut extensions = Vec::new();
         if adapter.import_alignment.is_some() {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
@@ -110,11 +120,15 @@ impl DeviceShared {
         if adapter.push_descriptor {
             extensions.push(ash::khr::push_descriptor::NAME.as_ptr());
         }
-        let info = vk::DeviceCreateInfo::default()
+        let mut info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
             .enabled_features(&adapter.enabled)
-            .push_next(&mut timeline);
+            .push_next(&mut v11)
+            .push_next(&mut v12);
+        if n.maintenance4.is_some() {
+            info = info.push_next(&mut v13);
+        }
         // Creation and the lookups of its functions and queues.
         let order = lifecycle();
         // SAFETY: valid create info referring to locals; destroyed in drop.

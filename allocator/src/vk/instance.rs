@@ -23,6 +23,25 @@ pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+static GIVEN_LOADER: std::sync::OnceLock<vk::PFN_vkGetInstanceProcAddr> =
+    std::sync::OnceLock::new();
+
+/// Makes vkcopy resolve Vulkan through `gipa` instead of loading the system
+/// loader: for a host that loads the loader itself and expects every Vulkan
+/// call to go through it (Halide's runtime resolves `vkGetInstanceProcAddr`
+/// with `halide_get_library_symbol`, which applications and test harnesses
+/// replace). Takes effect only before the first context of the process, and
+/// returns whether it did.
+///
+/// # Safety
+/// `gipa` must behave as `vkGetInstanceProcAddr` and stay callable for the
+/// rest of the process.
+pub unsafe fn use_loader(gipa: vk::PFN_vkGetInstanceProcAddr) -> bool {
+    GIVEN_LOADER.set(gipa).is_ok() && !LOADED.load(std::sync::atomic::Ordering::Acquire)
+}
+
+static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The loader, loaded once per process and never unloaded, with one instance kept
 /// open for the process. The loader unloads the drivers when its last instance is
 /// destroyed and loads them again with the next; some drivers stop loading after a
@@ -36,9 +55,18 @@ pub(crate) fn load_entry() -> Result<&'static ash::Entry> {
         std::sync::OnceLock::new();
     LOADER
         .get_or_init(|| {
-            // SAFETY: loading the system Vulkan loader runs its initialisers; the
-            // Entry lives in a static, so the library stays loaded for the process.
-            let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+            LOADED.store(true, std::sync::atomic::Ordering::Release);
+            let entry = match GIVEN_LOADER.get() {
+                // SAFETY: `use_loader`'s caller vouched for the function.
+                Some(&gipa) => unsafe {
+                    ash::Entry::from_static_fn(ash::StaticFn {
+                        get_instance_proc_addr: gipa,
+                    })
+                },
+                // SAFETY: loading the system Vulkan loader runs its initialisers; the
+                // Entry lives in a static, so the library stays loaded for the process.
+                None => unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?,
+            };
             let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
             let info = vk::InstanceCreateInfo::default().application_info(&app);
             let keep = {
@@ -191,9 +219,11 @@ impl Instance {
                 .user_data(user_data)
         };
         let mut instance_messenger = messenger_info();
+        // The highest version vkcopy uses: kernels compiled for Vulkan 1.3
+        // (Halide's `vk_v13`) run on devices that have it.
         let app = vk::ApplicationInfo::default()
             .application_name(c"vkcopy")
-            .api_version(vk::API_VERSION_1_2);
+            .api_version(vk::API_VERSION_1_3);
         let mut info = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_layer_names(&layer_names)

@@ -64,6 +64,8 @@ type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 pub type GetLibrarySymbol = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibrarySymbol;
+/// Writes copies and bytes to the device, to the host and device to device.
+pub type CopyCounts = unsafe extern "C" fn(*mut u64);
 
 /// The entry points of one Halide runtime library.
 pub struct Library {
@@ -82,6 +84,9 @@ pub struct Library {
     set_error_handler: SetErrorHandler,
     set_custom_print: SetPrint,
     set_get_library_symbol: SetGetLibrarySymbol,
+    /// `vkcopy_halide_copy_counts`, where the library reports the copies it
+    /// made (vkcopy's library does; Halide's runtimes do not).
+    pub copy_counts: Option<CopyCounts>,
     /// Where it was loaded from, for messages.
     pub path: String,
 }
@@ -139,6 +144,10 @@ fn load(path: &Path) -> Result<Library, String> {
         set_error_handler: sym!("halide_set_error_handler"),
         set_custom_print: sym!("halide_set_custom_print"),
         set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
+        // SAFETY: the symbol's type is the one vkcopy-halide's README gives.
+        copy_counts: unsafe { lib.get::<CopyCounts>(b"vkcopy_halide_copy_counts\0") }
+            .ok()
+            .map(|f| *f),
         path: shown,
         _lib: lib,
     };

@@ -83,7 +83,11 @@ pub fn open(
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let lib = ffi::library(path)?;
-    shim::begin_case(options.simulate_memory.as_ref(), options.validation);
+    shim::begin_case(
+        options.simulate_memory.as_ref(),
+        options.validation,
+        lib.copy_counts,
+    );
     ffi::take_errors();
     Ok(HalideRuntime::new(lib, slots, one))
 }

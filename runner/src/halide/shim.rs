@@ -89,6 +89,8 @@ struct Seen {
     step_both_ways: Vec<usize>,
     mappings: u64,
     heap_used: Vec<u64>,
+    /// Per heap, what `fill_heap` says other programs hold.
+    heap_taken: Vec<u64>,
     kind: Option<StepKind>,
     /// `vkCmdCopyBuffer`s and their bytes in the current step.
     step_copies: u64,
@@ -96,6 +98,9 @@ struct Seen {
     /// Copies and bytes so far: to the device, to the host, device to device.
     copies: [u64; 3],
     bytes: [u64; 3],
+    /// The library's own account of its copies, where it keeps one
+    /// (`vkcopy_halide_copy_counts`), and its counts when the step began.
+    own_counts: Option<(crate::halide::ffi::CopyCounts, [u64; 6])>,
     fallbacks: u32,
     placements: Vec<PlacementRecord>,
     findings: Vec<String>,
@@ -121,7 +126,12 @@ fn seen() -> MutexGuard<'static, Seen> {
 }
 
 /// Starts a case: `table` is presented to Halide from the next instance on.
-pub fn begin_case(table: Option<&MemoryTable>, validation: bool) {
+/// `counts`, when the library has it, is its own account of its copies.
+pub fn begin_case(
+    table: Option<&MemoryTable>,
+    validation: bool,
+    counts: Option<crate::halide::ffi::CopyCounts>,
+) {
     let mut s = seen();
     let real = std::mem::take(&mut s.real);
     let (device_type, messenger) = (s.device_type, s.messenger);
@@ -132,8 +142,10 @@ pub fn begin_case(table: Option<&MemoryTable>, validation: bool) {
         validation,
         ..Seen::default()
     };
+    s.own_counts = counts.map(|f| (f, [0; 6]));
     s.table = table.map(|t| (t.clone(), Vec::new()));
     s.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
+    s.heap_taken = s.heap_used.clone();
 }
 
 /// Counts of what Halide holds now, and of the copies it made.
@@ -171,9 +183,11 @@ pub fn fill_heap(heap: u32, leave: u64) -> Result<(), String> {
         .heaps
         .get(heap as usize)
         .ok_or_else(|| format!("fill_heap: no heap {heap}"))?;
+    // As vkcopy's simulation: what other programs hold is set anew, so that
+    // the runtime finds `leave` bytes beside what it holds itself.
     let size = h.budget.unwrap_or(h.size);
-    let used = &mut s.heap_used[heap as usize];
-    *used = (*used).max(size.saturating_sub(leave));
+    let h = heap as usize;
+    s.heap_taken[h] = size.saturating_sub(s.heap_used[h]).saturating_sub(leave);
     Ok(())
 }
 
@@ -188,6 +202,16 @@ pub fn begin_step(kind: Option<StepKind>) {
     s.flushes = 0;
     s.invalidates = 0;
     s.step_both_ways.clear();
+    if let Some((f, at)) = &mut s.own_counts {
+        *at = read_counts(*f);
+    }
+}
+
+fn read_counts(f: crate::halide::ffi::CopyCounts) -> [u64; 6] {
+    let mut out = [0u64; 6];
+    // SAFETY: the library's function writes six counts.
+    unsafe { f(out.as_mut_ptr()) };
+    out
 }
 
 /// The current step gave a buffer its device memory: the first buffer for
@@ -213,9 +237,21 @@ pub fn end_step(step: &str) {
         Some(StepKind::DeviceToDevice) => Some(2),
         _ => None,
     };
-    if let (Some(d), true) = (direction, s.step_copies > 0) {
-        s.copies[d] += 1;
-        s.bytes[d] += s.step_bytes;
+    match (s.own_counts, direction) {
+        // The library's account of what the step copied, in every direction
+        // (a copy the CPU makes into mapped memory records no command).
+        (Some((f, at)), Some(_)) => {
+            let now = read_counts(f);
+            for d in 0..3 {
+                s.copies[d] += now[2 * d] - at[2 * d];
+                s.bytes[d] += now[2 * d + 1] - at[2 * d + 1];
+            }
+        }
+        (None, Some(d)) if s.step_copies > 0 => {
+            s.copies[d] += 1;
+            s.bytes[d] += s.step_bytes;
+        }
+        _ => {}
     }
     if s.noncoherent_maps > 0 {
         let missing = match s.kind.and_then(StepKind::role) {
@@ -304,6 +340,10 @@ fn ours(name: &[u8]) -> Option<*mut c_void> {
         b"vkDestroyInstance" => destroy_instance as *mut c_void,
         b"vkGetDeviceProcAddr" => get_device_proc_addr as *mut c_void,
         b"vkGetPhysicalDeviceProperties" => get_physical_device_properties as *mut c_void,
+        b"vkEnumerateDeviceExtensionProperties" => enumerate_device_extensions as *mut c_void,
+        b"vkGetPhysicalDeviceProperties2" | b"vkGetPhysicalDeviceProperties2KHR" => {
+            get_physical_device_properties2 as *mut c_void
+        }
         b"vkGetPhysicalDeviceMemoryProperties" => get_memory_properties as *mut c_void,
         b"vkGetPhysicalDeviceMemoryProperties2" | b"vkGetPhysicalDeviceMemoryProperties2KHR" => {
             get_memory_properties2 as *mut c_void
@@ -374,8 +414,95 @@ unsafe extern "system" fn get_physical_device_properties(
     // SAFETY: forwarded; `out` is Halide's.
     unsafe { f(pd, out) };
     // SAFETY: filled by the driver just now.
-    let t = DeviceType::from(unsafe { (*out).device_type });
-    seen().device_type = Some(t);
+    present_type(unsafe { &mut *out });
+}
+
+unsafe extern "system" fn get_physical_device_properties2(
+    pd: vk::PhysicalDevice,
+    out: *mut vk::PhysicalDeviceProperties2<'_>,
+) {
+    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceProperties2>("vkGetPhysicalDeviceProperties2")
+    else {
+        return;
+    };
+    // SAFETY: forwarded; `out` is the runtime's.
+    unsafe { f(pd, out) };
+    // SAFETY: filled by the driver just now.
+    present_type(unsafe { &mut (*out).properties });
+}
+
+/// Extensions whose answers describe the real device's memory, hidden under a
+/// simulated table (which does not record them): host import would hand out
+/// the real types' bits, and the budget the real heaps'.
+const MEMORY_EXTENSIONS: [&CStr; 2] = [c"VK_EXT_external_memory_host", c"VK_EXT_memory_budget"];
+
+unsafe extern "system" fn enumerate_device_extensions(
+    pd: vk::PhysicalDevice,
+    layer: *const c_char,
+    count: *mut u32,
+    out: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkEnumerateDeviceExtensionProperties>(
+        "vkEnumerateDeviceExtensionProperties",
+    ) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    if seen().table.is_none() {
+        // SAFETY: forwarded as the runtime called it.
+        return unsafe { f(pd, layer, count, out) };
+    }
+    let mut n = 0u32;
+    // SAFETY: the two-call idiom on the real function, into memory of ours.
+    let mut all = unsafe {
+        let r = f(pd, layer, &mut n, std::ptr::null_mut());
+        if r != vk::Result::SUCCESS {
+            return r;
+        }
+        let mut all = vec![vk::ExtensionProperties::default(); n as usize];
+        let r = f(pd, layer, &mut n, all.as_mut_ptr());
+        if r != vk::Result::SUCCESS && r != vk::Result::INCOMPLETE {
+            return r;
+        }
+        all.truncate(n as usize);
+        all
+    };
+    all.retain(|e| {
+        // SAFETY: the driver NUL-terminates extension names.
+        let name = unsafe { CStr::from_ptr(e.extension_name.as_ptr()) };
+        !MEMORY_EXTENSIONS.contains(&name)
+    });
+    // SAFETY: `count` is the runtime's; `out`, when given, holds `*count` entries.
+    unsafe {
+        if out.is_null() {
+            *count = all.len() as u32;
+            return vk::Result::SUCCESS;
+        }
+        let room = (*count as usize).min(all.len());
+        std::ptr::copy_nonoverlapping(all.as_ptr(), out, room);
+        *count = room as u32;
+        if room < all.len() {
+            vk::Result::INCOMPLETE
+        } else {
+            vk::Result::SUCCESS
+        }
+    }
+}
+
+/// Remembers the real device type, and presents the simulated table's: a
+/// runtime's policy may read it (vkcopy's does, for small BAR heaps), as it
+/// would on the recorded device.
+fn present_type(props: &mut vk::PhysicalDeviceProperties) {
+    let mut s = seen();
+    s.device_type = Some(DeviceType::from(props.device_type));
+    if let Some((t, _)) = &s.table {
+        props.device_type = match t.device_type {
+            DeviceType::Cpu => vk::PhysicalDeviceType::CPU,
+            DeviceType::IntegratedGpu => vk::PhysicalDeviceType::INTEGRATED_GPU,
+            DeviceType::DiscreteGpu => vk::PhysicalDeviceType::DISCRETE_GPU,
+            DeviceType::VirtualGpu => vk::PhysicalDeviceType::VIRTUAL_GPU,
+            DeviceType::Other => vk::PhysicalDeviceType::OTHER,
+        };
+    }
 }
 
 /// Presents the simulated table (when there is one) in `props`, which holds the
@@ -479,7 +606,7 @@ unsafe extern "system" fn allocate_memory(
             let heap_size = t.heaps[h as usize]
                 .budget
                 .unwrap_or(t.heaps[h as usize].size);
-            if s.heap_used[h as usize] + size > heap_size {
+            if s.heap_used[h as usize] + s.heap_taken[h as usize] + size > heap_size {
                 s.fallbacks += 1;
                 return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
             }

@@ -1,0 +1,198 @@
+//! The one vkcopy context behind Halide's entry points: made on first use from
+//! the settings of `config`, shared by every buffer and kernel, and torn down
+//! by `halide_device_release` once nothing uses it.
+//!
+//! Vulkan is resolved through `halide_load_library` and
+//! `halide_get_library_symbol`, as Halide's runtime does, so an application
+//! (or a test harness) that replaces those sees every Vulkan call.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use vkcopy::{
+    ash::vk, AllocConfig, Context, ContextOptions, CopyPath, DeviceSelector, DeviceTypeFilter,
+};
+
+use crate::config;
+use crate::error::Failure;
+use crate::ffi;
+
+/// A context and what identifies it among the contexts of the process.
+pub(crate) struct Device {
+    pub(crate) ctx: Context,
+    /// Distinguishes this context from earlier ones, for kernel caches made on
+    /// one that `halide_device_release` has since torn down.
+    pub(crate) generation: u64,
+}
+
+static CURRENT: Mutex<Option<Arc<Device>>> = Mutex::new(None);
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The context, made on first use.
+pub(crate) fn acquire() -> Result<Arc<Device>, Failure> {
+    let mut cur = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(d) = &*cur {
+        return Ok(d.clone());
+    }
+    load_vulkan()?;
+    let ctx = Context::new(options()?).map_err(|e| Failure::vk(ffi::code::GPU_DEVICE_ERROR, e))?;
+    let d = Arc::new(Device {
+        ctx,
+        generation: GENERATION.fetch_add(1, Ordering::Relaxed),
+    });
+    *cur = Some(d.clone());
+    Ok(d)
+}
+
+/// The context if one is open.
+pub(crate) fn current() -> Option<Arc<Device>> {
+    CURRENT.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// What the validation layer said since the last call, as a failure (when
+/// the layer is on: `HL_VK_LAYERS`).
+pub(crate) fn validation_findings() -> Result<(), Failure> {
+    let Some(d) = current() else {
+        return Ok(());
+    };
+    if !d.ctx.validation() {
+        return Ok(());
+    }
+    let found = d.ctx.take_validation_messages();
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        ffi::code::GENERIC,
+        format!("the validation layer: {}", found.join("; ")),
+    ))
+}
+
+/// `halide_device_release`: frees pooled memory and cached pipelines, and
+/// closes the context when no buffer or kernel holds it. Returns what leaked
+/// when it closed.
+pub(crate) fn release() -> Option<vkcopy::LeakReport> {
+    let mut cur = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    let d = cur.take()?;
+    let counts = copy_counts_of(&d.ctx);
+    d.ctx.release_pipelines();
+    d.ctx.device_release();
+    match Arc::try_unwrap(d) {
+        Ok(d) => {
+            let mut closed = CLOSED.lock().unwrap_or_else(|p| p.into_inner());
+            for (c, n) in closed.iter_mut().zip(counts) {
+                *c += n;
+            }
+            Some(d.ctx.close())
+        }
+        Err(d) => {
+            // Buffers or kernels still use it: it stays the context.
+            *cur = Some(d);
+            None
+        }
+    }
+}
+
+/// Copies and bytes of contexts already closed, in [`copy_counts`]' order.
+static CLOSED: Mutex<[u64; 6]> = Mutex::new([0; 6]);
+
+fn copy_counts_of(ctx: &Context) -> [u64; 6] {
+    let mut out = [0; 6];
+    let paths = [
+        CopyPath::HostToDevice,
+        CopyPath::DeviceToHost,
+        CopyPath::DeviceToDevice,
+    ];
+    for (i, p) in paths.into_iter().enumerate() {
+        let c = ctx.copy_stats(p);
+        (out[2 * i], out[2 * i + 1]) = (c.copies, c.bytes);
+    }
+    out
+}
+
+/// Copies and bytes made since the process began, to the device, to the
+/// host and device to device: `[copies, bytes]` of each, in that order.
+pub(crate) fn copy_counts() -> [u64; 6] {
+    let mut out = *CLOSED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(d) = current() {
+        for (o, n) in out.iter_mut().zip(copy_counts_of(&d.ctx)) {
+            *o += n;
+        }
+    }
+    out
+}
+
+fn options() -> Result<ContextOptions, Failure> {
+    let mut o = ContextOptions::from_env().map_err(|e| Failure::vk(ffi::code::GENERIC, e))?;
+    if let Some(t) = config::DEVICE_TYPE.get() {
+        let f = DeviceTypeFilter::parse(&t).ok_or_else(|| {
+            Failure::new(
+                ffi::code::GENERIC,
+                format!("HL_VK_DEVICE_TYPE {t:?}: not a device type (cpu, gpu, integrated-gpu, discrete-gpu, virtual-gpu)"),
+            )
+        })?;
+        o.device = DeviceSelector::Type(f);
+    }
+    // Halide's way to ask for the layer; VKCOPY_VALIDATION is for vkcopy's own
+    // contexts, and a host that loads the layer itself would get it twice.
+    o.validation = false;
+    if let Some(layers) = config::LAYERS.get() {
+        o.validation = config::names(&layers).any(|n| n == "VK_LAYER_KHRONOS_validation");
+    }
+    if let Some(c) = config::ALLOC_CONFIG.get() {
+        o.alloc_config = AllocConfig::parse(&c).map_err(|e| {
+            Failure::new(ffi::code::GENERIC, format!("HL_VK_ALLOC_CONFIG {c:?}: {e}"))
+        })?;
+    }
+    Ok(o)
+}
+
+/// Points vkcopy at the loader Halide's library functions give.
+fn load_vulkan() -> Result<(), Failure> {
+    static DONE: Mutex<bool> = Mutex::new(false);
+    let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
+    if *done {
+        return Ok(());
+    }
+    let name = std::env::var("HL_VK_LOADER_LIB").unwrap_or_else(|_| "libvulkan.so.1".into());
+    let cname = CString::new(name.clone())
+        .map_err(|_| Failure::new(ffi::code::GENERIC, "HL_VK_LOADER_LIB has a NUL".into()))?;
+    // SAFETY: both are Halide's runtime functions, given NUL-terminated names.
+    let gipa = unsafe {
+        let lib = ffi::halide_load_library(cname.as_ptr());
+        if lib.is_null() {
+            return Err(Failure::new(
+                ffi::code::GPU_DEVICE_ERROR,
+                format!("cannot load the Vulkan loader {name}"),
+            ));
+        }
+        ffi::halide_get_library_symbol(lib, c"vkGetInstanceProcAddr".as_ptr())
+    };
+    if gipa.is_null() {
+        return Err(Failure::new(
+            ffi::code::GPU_DEVICE_ERROR,
+            format!("{name} has no vkGetInstanceProcAddr"),
+        ));
+    }
+    // SAFETY: the loader's vkGetInstanceProcAddr (or what the application
+    // resolved in its place), from a library Halide keeps loaded.
+    unsafe {
+        let gipa: vk::PFN_vkGetInstanceProcAddr = std::mem::transmute(gipa);
+        vkcopy::use_loader(gipa);
+    }
+    *done = true;
+    Ok(())
+}
+
+/// A C string's text, for messages.
+///
+/// # Safety
+/// `p` is null or NUL-terminated.
+pub(crate) unsafe fn text(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: the caller's promise.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}

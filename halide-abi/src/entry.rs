@@ -1,0 +1,36 @@
+//! The frame of every entry point: a failure's message goes to `halide_error`
+//! (which applications replace), a panic becomes an error, and under the
+//! validation layer a message of the layer fails the call that caused it.
+
+use std::ffi::{c_int, CString};
+
+use crate::context;
+use crate::error::Failure;
+use crate::ffi;
+
+/// Runs an entry point's body: its code, after `halide_error` has the
+/// message of a failure (prefixed with the entry point's name).
+pub(crate) fn entry(uc: ffi::Uc, name: &str, body: impl FnOnce() -> Result<(), Failure>) -> c_int {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(Failure::new(
+            ffi::code::GENERIC,
+            format!("internal error: {what}"),
+        ))
+    });
+    let out = out.and_then(|()| context::validation_findings());
+    match out {
+        Ok(()) => ffi::code::SUCCESS,
+        Err(f) => {
+            let msg = format!("{name}: {}", f.message).replace('\0', " ");
+            let c = CString::new(msg).unwrap_or_default();
+            // SAFETY: Halide's error function, given a NUL-terminated message.
+            unsafe { ffi::halide_error(uc, c.as_ptr()) };
+            f.code
+        }
+    }
+}
