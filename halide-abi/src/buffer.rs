@@ -4,7 +4,7 @@
 //! borrows `host` as it is at the call.
 
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use vkcopy::{Buffer, Dim, ElemType, HostBytes};
 
@@ -30,6 +30,64 @@ pub(crate) struct DeviceBuffer {
     pub(crate) origin: Origin,
     /// The context it lives in; kept alive by the handle.
     pub(crate) device: Arc<Device>,
+    /// The last copy's view over the caller's host memory, kept while the
+    /// host pointer and shape stay the same: vkcopy's import of that memory
+    /// then serves the next copy too, as it does for a buffer kept in Rust.
+    host_side: Mutex<Option<Buffer>>,
+}
+
+impl DeviceBuffer {
+    pub(crate) fn new(buffer: Buffer, origin: Origin, device: Arc<Device>) -> Self {
+        DeviceBuffer {
+            buffer,
+            origin,
+            device,
+            host_side: Mutex::new(None),
+        }
+    }
+
+    /// Drops the kept host view (and vkcopy's import of that memory).
+    pub(crate) fn forget_host_side(&self) {
+        *self.host_side.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Runs `f` on this handle's device side over `buf`'s host memory: the
+    /// kept view when `buf.host` and its shape are those it was made for.
+    ///
+    /// # Safety
+    /// As [`dims`]; `buf.host`, when not null, is valid for the buffer's span
+    /// and not used by anything else during the copy.
+    pub(crate) unsafe fn with_host_side<R>(
+        &self,
+        buf: &HalideBuffer,
+        name: &str,
+        f: impl FnOnce(&mut Buffer) -> Result<R, Failure>,
+    ) -> Result<R, Failure> {
+        let mut kept = self.host_side.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the caller's promise.
+        let dims = unsafe { dims(buf) };
+        let same = kept.as_ref().is_some_and(|v| {
+            v.dims() == dims.as_slice()
+                && v.host_view().is_some_and(|h| {
+                    let mem = h.memory.read().unwrap_or_else(|p| p.into_inner());
+                    std::ptr::eq(mem.as_ptr(), buf.host)
+                })
+        });
+        if !same {
+            // The old view (and vkcopy's import of its memory) goes first.
+            *kept = None;
+            // SAFETY: the caller's promise.
+            *kept = Some(unsafe { with_host(self, buf, name) }?);
+        }
+        let Some(v) = kept.as_mut() else {
+            unreachable!("set above");
+        };
+        let r = f(v);
+        if r.is_err() {
+            *kept = None;
+        }
+        r
+    }
 }
 
 /// The element type vkcopy copies for `t`: copies move bytes, so an unsigned

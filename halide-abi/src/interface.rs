@@ -117,14 +117,7 @@ unsafe extern "C" fn device_malloc(uc: Uc, buf: Buf) -> c_int {
             .ctx
             .device_malloc(&mut b)
             .map_err(|e| Failure::vk(code::DEVICE_MALLOC_FAILED, e))?;
-        buffer::set_handle(
-            buf,
-            DeviceBuffer {
-                buffer: b,
-                origin: Origin::Malloc,
-                device,
-            },
-        );
+        buffer::set_handle(buf, DeviceBuffer::new(b, Origin::Malloc, device));
         Ok(())
     })
 }
@@ -145,6 +138,7 @@ unsafe extern "C" fn device_free(uc: Uc, buf: Buf) -> c_int {
         })?;
         if h.origin == Origin::Wrapped {
             // The caller's VkBuffer: let go of it, do not destroy it.
+            h.forget_host_side();
             let mut b = h.buffer;
             h.device
                 .ctx
@@ -180,12 +174,16 @@ unsafe extern "C" fn copy_to_host(uc: Uc, buf: Buf) -> c_int {
         // SAFETY: as above.
         let h = unsafe { handle_of(buf, code::COPY_TO_HOST_FAILED) }?;
         // SAFETY: Halide's host pointer covers the buffer's span.
-        let mut v = unsafe { buffer::with_host(h, buf, "copy_to_host") }?;
-        v.set_device_dirty(true);
-        h.device
-            .ctx
-            .copy_to_host(&mut v)
-            .map_err(|e| Failure::vk(code::COPY_TO_HOST_FAILED, e))
+        unsafe {
+            h.with_host_side(buf, "copy_to_host", |v| {
+                v.set_host_dirty(false);
+                v.set_device_dirty(true);
+                h.device
+                    .ctx
+                    .copy_to_host(v)
+                    .map_err(|e| Failure::vk(code::COPY_TO_HOST_FAILED, e))
+            })
+        }
     })
 }
 
@@ -196,12 +194,16 @@ unsafe extern "C" fn copy_to_device(uc: Uc, buf: Buf) -> c_int {
         // SAFETY: as above.
         let h = unsafe { handle_of(buf, code::COPY_TO_DEVICE_FAILED) }?;
         // SAFETY: Halide's host pointer covers the buffer's span.
-        let mut v = unsafe { buffer::with_host(h, buf, "copy_to_device") }?;
-        v.set_host_dirty(true);
-        h.device
-            .ctx
-            .copy_to_device(&mut v)
-            .map_err(|e| Failure::vk(code::COPY_TO_DEVICE_FAILED, e))
+        unsafe {
+            h.with_host_side(buf, "copy_to_device", |v| {
+                v.set_device_dirty(false);
+                v.set_host_dirty(true);
+                h.device
+                    .ctx
+                    .copy_to_device(v)
+                    .map_err(|e| Failure::vk(code::COPY_TO_DEVICE_FAILED, e))
+            })
+        }
     })
 }
 
@@ -313,14 +315,7 @@ unsafe fn make_view(
         .strided_view("the crop", at, dims)
         .map_err(|e| Failure::vk(code::CROP_FAILED, e))?;
     let device = h.device.clone();
-    buffer::set_handle(
-        dst,
-        DeviceBuffer {
-            buffer: view,
-            origin: Origin::View,
-            device,
-        },
-    );
+    buffer::set_handle(dst, DeviceBuffer::new(view, Origin::View, device));
     Ok(())
 }
 
@@ -402,14 +397,7 @@ unsafe extern "C" fn wrap_native(uc: Uc, buf: Buf, native: u64) -> c_int {
             .ctx
             .wrap_vk_buffer(&mut b, vk::Buffer::from_raw(native), size)
             .map_err(|e| Failure::vk(code::WRAP_NATIVE_FAILED, e))?;
-        buffer::set_handle(
-            buf,
-            DeviceBuffer {
-                buffer: b,
-                origin: Origin::Wrapped,
-                device,
-            },
-        );
+        buffer::set_handle(buf, DeviceBuffer::new(b, Origin::Wrapped, device));
         Ok(())
     })
 }
@@ -433,6 +421,7 @@ unsafe extern "C" fn detach_native(uc: Uc, buf: Buf) -> c_int {
             buffer::set_handle(buf, *h);
             return Err(Failure::new(code::DETACH_NATIVE_FAILED, why.into()));
         }
+        h.forget_host_side();
         let mut b = h.buffer;
         h.device
             .ctx
