@@ -30,7 +30,7 @@ done
 cargo test --workspace "${features[@]}" "$@"
 if [ $# -eq 0 ]; then
     echo "perf cases without the validation layer, speed thresholds held:"
-    VKCOPY_VALIDATION=0 cargo run -q -p vkcopy-suite "${features[@]}" -- run --filter 'perf::*' --retries 2
+    VKCOPY_VALIDATION=0 cargo run -q -p vkcopy-suite "${features[@]}" -- run --filter 'perf::*' --retries 2 --speed hold
     for runtime in "${halide_runtimes[@]}"; do
         echo "every case on Halide's Vulkan runtime $runtime:"
         cargo run -q -p vkcopy-suite "${features[@]}" -- run --runtime "halide:$runtime"

@@ -44,3 +44,4 @@ pub(crate) mod vocab;
 pub mod worker;
 
 pub use rt::expr;
+pub use steps::measure::SPEED_VAR;

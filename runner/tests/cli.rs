@@ -3,8 +3,12 @@
 use std::path::Path;
 use std::process::Command;
 
+/// The runner, with speed thresholds reported rather than held: a busy
+/// machine must not decide these tests (the perf run of scripts/test.sh holds them).
 fn suite() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"));
+    c.env("VKCOPY_SPEED", "report");
+    c
 }
 
 fn repo() -> &'static Path {
@@ -163,8 +167,8 @@ fn a_malformed_case_fails_alone_with_one_located_line() {
 #[test]
 fn the_old_policy_fails_only_its_known_failures() {
     let dir = tempfile::tempdir().unwrap();
-    // Retries as scripts/test.sh gives the perf cases: the old policy's upload
-    // measured 0.49-0.73x a memcpy on two busy cores (at least 0.5x).
+    // The old policy's upload measured 0.49-0.73x a memcpy on two busy cores
+    // (at least 0.5x): speed is reported here, not held (`suite()`).
     let out = suite()
         .args(["run", "--retries", "2", "--policy", "halide-legacy"])
         .arg("--expectations")

@@ -1,5 +1,6 @@
 //! Speed thresholds of `measure` steps: held without the validation layer,
-//! reported and not held under it (its cost per call is part of every time).
+//! reported and not held under it (its cost per call is part of every time)
+//! or where a run asks (`--speed report`, `VKCOPY_SPEED`).
 
 mod common;
 
@@ -60,4 +61,64 @@ fn thresholds_are_reported_not_held_under_the_validation_layer() {
     let ratio = out.measurements[1].not_held.as_deref().unwrap_or_default();
     assert!(ratio.contains("below the 1000x expected"), "{ratio}");
     assert!(out.measurements[1].ratio.is_some());
+}
+
+/// The runner holds speed by default and reports it with `--speed report`
+/// (what `cargo test` does unless told to hold): the case passes, its miss
+/// kept with the figures, in the workers too.
+#[test]
+fn speed_is_reported_not_held_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    std::fs::write(cases.join("too_fast.yaml"), CASE).unwrap();
+    let run = |speed: &str| {
+        let reports = dir.path().join(format!("reports-{speed}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+            .args(["run", "--speed", speed, "--cases"])
+            .arg(&cases)
+            .arg("--report-dir")
+            .arg(&reports)
+            .env("VKCOPY_VALIDATION", "0")
+            .env_remove("VKCOPY_SPEED")
+            .output()
+            .unwrap();
+        (out, reports)
+    };
+    let (held, _) = run("hold");
+    let stdout = String::from_utf8_lossy(&held.stdout);
+    if stdout.contains("no Vulkan device") && std::env::var_os("CI").is_none() {
+        return;
+    }
+    assert_eq!(held.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("below the 1000000 GB/s expected"),
+        "{stdout}"
+    );
+    let (reported, reports) = run("report");
+    let stdout = String::from_utf8_lossy(&reported.stdout);
+    assert!(reported.status.success(), "{stdout}");
+    let results = walk(&reports, "results.json");
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(
+        text.contains("\"not_held\": \"VKCOPY_SPEED=report (measure copy_to_host g: "),
+        "{text}"
+    );
+    assert!(text.contains("below the 1000000 GB/s expected"), "{text}");
+}
+
+/// The first file named `name` under `dir`.
+fn walk(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            let found = walk(&p, name);
+            if found.exists() {
+                return found;
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return p;
+        }
+    }
+    dir.join("missing").join(name)
 }

@@ -93,7 +93,9 @@ pub fn schema(args: &SchemaArgs) -> ExitCode {
         if let Err(e) = std::fs::write(&path, text) {
             return fail(format!("{}: {e}", path.display()));
         }
-        out!("wrote {}", path.display());
+        // `cases/../reports/x` is said as `reports/x`.
+        let shown = std::fs::canonicalize(&path).unwrap_or(path);
+        out!("wrote {}", shown.display());
     }
     ExitCode::SUCCESS
 }

@@ -66,6 +66,10 @@ pub struct Args {
     /// Stop after the first case whose device was lost (a GPU hang), as above.
     #[arg(long)]
     stop_on_device_lost: bool,
+    /// Whether a speed threshold fails a case (hold) or is only reported
+    /// (report), as VKCOPY_SPEED. `cargo test` reports unless told to hold.
+    #[arg(long, value_enum, env = "VKCOPY_SPEED", default_value = "hold")]
+    speed: Speed,
     #[command(flatten)]
     cases: CasesArg,
     /// Where reports go: <DIR>/<device>/results.json and summary.md.
@@ -99,6 +103,10 @@ pub fn env_help() -> String {
     vars.push((
         vkcopy_suite::runtime::choice::VAR,
         "the runtime under test: vkcopy, halide:VERSION or halide:PATH (as --runtime)",
+    ));
+    vars.push((
+        vkcopy_suite::SPEED_VAR,
+        "hold (the default of `run`) or report: whether speed thresholds fail a case (as --speed; `cargo test` reports unless set to hold)",
     ));
     vars.push((
         "CI",
@@ -167,6 +175,8 @@ pub fn run(args: Args) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
+    // Workers read it from their environment, which they inherit.
+    std::env::set_var(vkcopy_suite::SPEED_VAR, args.speed.name());
     let spawn = match std::env::current_exe() {
         Ok(exe) if !args.in_process => {
             let overrides = Overrides {
@@ -333,4 +343,22 @@ fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<Pa
     }
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+/// `--speed`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Speed {
+    /// A speed threshold missed fails the case.
+    Hold,
+    /// Misses are reported with the figures and do not fail.
+    Report,
+}
+
+impl Speed {
+    fn name(self) -> &'static str {
+        match self {
+            Speed::Hold => "hold",
+            Speed::Report => "report",
+        }
+    }
 }

@@ -260,16 +260,35 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
                 }
                 result.ratio = Some(r);
             }
-            // Under the validation layer a copy's time is mostly the layer's:
-            // the figures are reported, a miss is not a failure.
-            if let (Err(StepError::Check(miss)), true) = (&verdict, s.ctx.validation()) {
-                result.not_held = Some(format!("under the validation layer ({miss})"));
-                verdict = Ok(());
+            // Under the validation layer a copy's time is mostly the layer's,
+            // and where speed is only reported other load moves it: the
+            // figures are reported, a miss is not a failure.
+            if let Err(StepError::Check(miss)) = &verdict {
+                let why = if s.ctx.validation() {
+                    Some("under the validation layer".to_owned())
+                } else {
+                    (!speed_held()).then(|| format!("{SPEED_VAR}=report"))
+                };
+                if let Some(why) = why {
+                    result.not_held = Some(format!("{why} ({miss})"));
+                    verdict = Ok(());
+                }
             }
             s.measured.push(result);
             verdict
         }
     }
+}
+
+/// Where a run says whether speed thresholds fail a case: `hold` (the
+/// default) or `report` (figures kept, misses not failures). `cargo test`
+/// reports unless told to hold, so a busy machine cannot fail it on speed;
+/// the perf run of `scripts/test.sh` holds.
+pub const SPEED_VAR: &str = "VKCOPY_SPEED";
+
+/// Whether speed thresholds fail a case in this process ([`SPEED_VAR`]).
+pub fn speed_held() -> bool {
+    std::env::var(SPEED_VAR).map_or(true, |v| v.trim() != "report")
 }
 
 /// Runs the copy once untimed (imports, staging and first touches are not timed),
