@@ -65,9 +65,12 @@ impl DeviceBuffer {
     ) -> Result<R, Failure> {
         let mut kept = self.host_side.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the caller's promise.
-        let dims = unsafe { dims(buf) };
+        let now = unsafe { raw_dims(buf) };
         let same = kept.as_ref().is_some_and(|v| {
-            v.dims() == dims.as_slice()
+            v.dims().len() == now.len()
+                && v.dims().iter().zip(now).all(|(a, b)| {
+                    (a.min, a.extent, a.stride) == (b.min.into(), b.extent.into(), b.stride.into())
+                })
                 && v.host_view().is_some_and(|h| {
                     let mem = h.memory.read().unwrap_or_else(|p| p.into_inner());
                     std::ptr::eq(mem.as_ptr(), buf.host)
@@ -111,18 +114,27 @@ pub(crate) fn elem(t: ffi::HalideType) -> Result<ElemType, Failure> {
     })
 }
 
-/// The dimensions of `buf`.
+/// `buf`'s `halide_dimension_t`s.
 ///
 /// # Safety
 /// `buf` is a valid `halide_buffer_t` whose `dim` has `dimensions` entries.
-pub(crate) unsafe fn dims(buf: &HalideBuffer) -> Vec<Dim> {
+unsafe fn raw_dims(buf: &HalideBuffer) -> &[ffi::HalideDimension] {
     let n = usize::try_from(buf.dimensions).unwrap_or(0);
     if n == 0 || buf.dim.is_null() {
-        return Vec::new();
+        return &[];
     }
     // SAFETY: the caller's promise.
-    let d = unsafe { std::slice::from_raw_parts(buf.dim, n) };
-    d.iter()
+    unsafe { std::slice::from_raw_parts(buf.dim, n) }
+}
+
+/// The dimensions of `buf`.
+///
+/// # Safety
+/// As [`raw_dims`].
+pub(crate) unsafe fn dims(buf: &HalideBuffer) -> Vec<Dim> {
+    // SAFETY: the caller's promise.
+    unsafe { raw_dims(buf) }
+        .iter()
         .map(|d| Dim {
             min: d.min.into(),
             extent: d.extent.into(),
