@@ -128,7 +128,7 @@ pub use memory::config::AllocConfig;
 pub use memory::policy::{MemoryRequest, Policy, Role};
 pub use memory::table::{DeviceType, MemoryTable};
 pub use profile::{CopyStats, SubmitSteps};
-pub use runtime::context::{counter_names, Context};
+pub use runtime::context::{counter_names, Context, ExternalDevice};
 pub use runtime::copy_choice::CopyCalibration;
 pub use runtime::copy_new::Copied;
 pub use runtime::copy_queue::QueueCalibration;

@@ -88,6 +88,21 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// A Vulkan device the caller made, for [`Context::on_device`].
+#[derive(Clone, Copy, Debug)]
+pub struct ExternalDevice {
+    /// The instance the device was made from.
+    pub instance: vk::Instance,
+    /// Its physical device.
+    pub physical_device: vk::PhysicalDevice,
+    /// The device.
+    pub device: vk::Device,
+    /// The queue every copy and kernel of the context is submitted to.
+    pub queue: vk::Queue,
+    /// The queue's family; it has compute.
+    pub queue_family: u32,
+}
+
 impl Context {
     /// Opens a device as `options` say.
     pub fn new(options: ContextOptions) -> Result<Self> {
@@ -99,9 +114,41 @@ impl Context {
         Self::open(options)
     }
 
+    /// A context on a device the caller made and keeps owning (Halide's
+    /// `halide_vulkan_acquire_context` hands out such a device). vkcopy enables
+    /// nothing on it: without `VK_EXT_external_memory_host` it stages every
+    /// copy, and every role shares the one queue. `options.device` and
+    /// `options.validation` do not apply: the caller chose both.
+    ///
+    /// # Safety
+    /// `device` names live objects that outlive the context: a device of
+    /// `physical_device`, made from `instance` through the loader vkcopy uses
+    /// ([`use_loader`](crate::use_loader), else the system's), with Vulkan 1.2's
+    /// `timelineSemaphore` enabled; `queue` one of its queues of `queue_family`,
+    /// a family with compute. The caller submits nothing to that queue while a
+    /// call of this context runs.
+    pub unsafe fn on_device(device: ExternalDevice, options: ContextOptions) -> Result<Self> {
+        Self::open_on(Some(device), options)
+    }
+
     fn open(options: ContextOptions) -> Result<Self> {
-        let instance = Instance::new(options.validation)?;
-        let adapter = Adapter::select(&instance, &options.device, options.import_host)?;
+        Self::open_on(None, options)
+    }
+
+    fn open_on(external: Option<ExternalDevice>, options: ContextOptions) -> Result<Self> {
+        let (instance, adapter) = match external {
+            Some(e) => {
+                // SAFETY: `on_device`'s caller vouched for the handles.
+                let instance = unsafe { Instance::borrowed(e.instance) }?;
+                let adapter = Adapter::external(&instance, e.physical_device, e.queue_family)?;
+                (instance, adapter)
+            }
+            None => {
+                let instance = Instance::new(options.validation)?;
+                let adapter = Adapter::select(&instance, &options.device, options.import_host)?;
+                (instance, adapter)
+            }
+        };
         #[cfg(feature = "emulate")]
         let emulate = options.emulate;
         #[cfg(not(feature = "emulate"))]
@@ -112,7 +159,13 @@ impl Context {
             crate::memory::table::DeviceType::Cpu => std::time::Duration::ZERO,
             _ => options.spin,
         };
-        let device = Arc::new(DeviceShared::new(instance, adapter, options.timeout, spin)?);
+        let device = Arc::new(match external {
+            // SAFETY: as above.
+            Some(e) => unsafe {
+                DeviceShared::borrowed(instance, adapter, e.device, e.queue, options.timeout, spin)
+            },
+            None => DeviceShared::new(instance, adapter, options.timeout, spin)?,
+        });
         #[cfg(feature = "simulate")]
         let simulated = options.simulate_memory.clone();
         #[cfg(not(feature = "simulate"))]

@@ -230,23 +230,60 @@ impl Adapter {
             return Err(Error::NoDevice);
         }
         let physical = devices[pick(raw, &devices, selector)?];
-        // SAFETY: `physical` was enumerated from this instance.
+        Self::describe(instance, physical, import_host, None)
+    }
+
+    /// The caller's physical device, for a device it made with one queue of
+    /// `family`: nothing is enabled here (the device exists), so vkcopy's
+    /// optional extensions and features stay off.
+    pub(crate) fn external(
+        instance: &Instance,
+        physical: vk::PhysicalDevice,
+        family: u32,
+    ) -> Result<Self> {
+        let mut a = Self::describe(instance, physical, false, Some(family))?;
+        a.enabled = vk::PhysicalDeviceFeatures::default();
+        a.import_alignment = None;
+        a.memory_budget = false;
+        a.push_descriptor = false;
+        a.newer = NewerFeatures::default();
+        a.info.features = vec!["the caller's device (vkcopy enabled nothing)"];
+        Ok(a)
+    }
+
+    /// What vkcopy needs to know of `physical`; `given` is the caller's queue
+    /// family, else the first with compute and a transfer-only one.
+    fn describe(
+        instance: &Instance,
+        physical: vk::PhysicalDevice,
+        import_host: bool,
+        given: Option<u32>,
+    ) -> Result<Self> {
+        let raw = &instance.raw;
+        // SAFETY: `physical` was enumerated from this instance (or is the caller's).
         let props = unsafe { raw.get_physical_device_properties(physical) };
         // SAFETY: as above.
         let families = unsafe { raw.get_physical_device_queue_family_properties(physical) };
-        let queue_family = families
-            .iter()
-            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            .ok_or_else(|| Error::NoMatchingDevice {
-                wanted: "a queue family with compute and transfer".into(),
-                available: c_name(&props.device_name),
-            })? as u32;
+        let has_compute = |i: usize| {
+            families
+                .get(i)
+                .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        };
+        let queue_family = match given {
+            Some(f) => Some(f as usize).filter(|&f| has_compute(f)),
+            None => (0..families.len()).find(|&i| has_compute(i)),
+        }
+        .ok_or_else(|| Error::NoMatchingDevice {
+            wanted: "a queue family with compute and transfer".into(),
+            available: c_name(&props.device_name),
+        })? as u32;
         // A transfer-only family, preferring plain transfer over video or optical flow.
         let transfer_family = families
             .iter()
             .enumerate()
             .filter(|(_, f)| {
-                f.queue_count > 0
+                given.is_none()
+                    && f.queue_count > 0
                     && f.queue_flags.contains(vk::QueueFlags::TRANSFER)
                     && !f
                         .queue_flags
@@ -258,7 +295,11 @@ impl Adapter {
             let f = &families[index as usize];
             QueueFamily {
                 index,
-                queues: f.queue_count.min(3),
+                queues: if given.is_some() {
+                    1
+                } else {
+                    f.queue_count.min(3)
+                },
                 timestamps: f.timestamp_valid_bits > 0,
             }
         };

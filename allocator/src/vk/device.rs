@@ -61,6 +61,8 @@ pub(crate) struct DeviceShared {
     /// buffer kept for submitting again (`vk/submit.rs`) is used only while this
     /// has not moved since its recording, as a new object may take an old handle.
     retired: AtomicU64,
+    /// Created here, so destroyed here; false for the caller's device.
+    owned: bool,
     /// Dropped after the device.
     pub(crate) instance: Instance,
 }
@@ -135,6 +137,41 @@ impl DeviceShared {
         let raw = unsafe { instance.raw.create_device(adapter.physical, &info, None) }
             .vk("vkCreateDevice")?;
         let queues = Queue::assign(&raw, &adapter.families);
+        let d = Self::assemble(instance, adapter, raw, queues, timeout, spin, true);
+        drop(order);
+        Ok(d)
+    }
+
+    /// The caller's device, made on `adapter`'s physical device with `queue`
+    /// of its family; not destroyed when the context goes.
+    ///
+    /// # Safety
+    /// `device` is a live device of that physical device, with Vulkan 1.2's
+    /// `timelineSemaphore` enabled, that outlives this value; `queue` is one of
+    /// its queues of `adapter.families[0]`.
+    pub(crate) unsafe fn borrowed(
+        instance: Instance,
+        adapter: Adapter,
+        device: vk::Device,
+        queue: vk::Queue,
+        timeout: Duration,
+        spin: Duration,
+    ) -> Self {
+        // SAFETY: the caller's promise.
+        let raw = unsafe { ash::Device::load(instance.raw.fp_v1_0(), device) };
+        let queues = Queue::borrowed(queue, &adapter.families[0]);
+        Self::assemble(instance, adapter, raw, queues, timeout, spin, false)
+    }
+
+    fn assemble(
+        instance: Instance,
+        adapter: Adapter,
+        raw: ash::Device,
+        queues: [Arc<Queue>; 4],
+        timeout: Duration,
+        spin: Duration,
+        owned: bool,
+    ) -> Self {
         let host_import = adapter.import_alignment.map(|a| {
             (
                 ash::ext::external_memory_host::Device::new(&instance.raw, &raw),
@@ -144,9 +181,8 @@ impl DeviceShared {
         let push_descriptor = adapter
             .push_descriptor
             .then(|| ash::khr::push_descriptor::Device::new(&instance.raw, &raw));
-        drop(order);
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
-        Ok(DeviceShared {
+        DeviceShared {
             raw,
             physical: adapter.physical,
             queues,
@@ -164,8 +200,9 @@ impl DeviceShared {
             unsettled: AtomicBool::new(false),
             reached: Mutex::default(),
             retired: AtomicU64::new(0),
+            owned,
             instance,
-        })
+        }
     }
 
     /// The queue work of `role` is submitted to.
@@ -301,9 +338,15 @@ impl Drop for DeviceShared {
         // SAFETY: this is the last reference: every object made from the device holds
         // one and is gone.
         unsafe {
-            let _ = self.raw.device_wait_idle();
-            let _order = lifecycle();
-            self.raw.destroy_device(None);
+            if self.owned {
+                let _ = self.raw.device_wait_idle();
+                let _order = lifecycle();
+                self.raw.destroy_device(None);
+            } else {
+                // The caller's device: only vkcopy's work on its queue is waited for.
+                let (q, _held) = self.queues[0].lock();
+                let _ = self.raw.queue_wait_idle(q);
+            }
         }
         LIVE_DEVICES.fetch_sub(1, Ordering::Relaxed);
     }

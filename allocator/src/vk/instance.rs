@@ -159,6 +159,8 @@ pub(crate) struct Instance {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
     messages: Box<Messages>,
+    /// Created here, so destroyed here; false for the caller's instance.
+    owned: bool,
     /// The faults of the context this instance belongs to; told the messages
     /// left at teardown.
     #[cfg(feature = "fault-injection")]
@@ -245,6 +247,7 @@ impl Instance {
             validation,
             debug: None,
             messages,
+            owned: true,
             #[cfg(feature = "fault-injection")]
             plan: crate::vk::hooks::creating_plan(),
         };
@@ -258,6 +261,25 @@ impl Instance {
             instance.debug = Some((du, m));
         }
         Ok(instance)
+    }
+
+    /// The caller's instance, which it keeps owning (and destroys after the
+    /// context that uses it).
+    ///
+    /// # Safety
+    /// `raw` is a live instance made through the loader vkcopy uses.
+    pub(crate) unsafe fn borrowed(raw: vk::Instance) -> Result<Self> {
+        let entry = load_entry()?;
+        Ok(Instance {
+            // SAFETY: the caller's promise.
+            raw: unsafe { ash::Instance::load(entry.static_fn(), raw) },
+            validation: false,
+            debug: None,
+            messages: Box::default(),
+            owned: false,
+            #[cfg(feature = "fault-injection")]
+            plan: None,
+        })
     }
 
     /// Messages so far; with `clear`, also forgets them.
@@ -280,8 +302,10 @@ impl Drop for Instance {
             if let Some((du, m)) = self.debug.take() {
                 du.destroy_debug_utils_messenger(m, None);
             }
-            let _order = lifecycle();
-            self.raw.destroy_instance(None);
+            if self.owned {
+                let _order = lifecycle();
+                self.raw.destroy_instance(None);
+            }
         }
         #[cfg(feature = "fault-injection")]
         if let Some(plan) = &self.plan {

@@ -52,6 +52,19 @@ impl Queue {
         )
     }
 
+    /// The caller's queue, of `family`, for every role.
+    pub(crate) fn borrowed(raw: vk::Queue, family: &QueueFamily) -> [Arc<Queue>; 4] {
+        let q = Arc::new(Queue {
+            raw,
+            lock: Mutex::new(()),
+            family: family.index,
+            index: 0,
+            timestamps: family.timestamps,
+            compute: true,
+        });
+        [q.clone(), q.clone(), q.clone(), q]
+    }
+
     /// The queues of every role from the created `families`: the first family is the
     /// compute one, a second one a transfer-only family.
     pub(crate) fn assign(device: &ash::Device, families: &[QueueFamily]) -> [Arc<Queue>; 4] {

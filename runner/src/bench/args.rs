@@ -25,7 +25,7 @@ pub struct Args {
     /// Leave out sizes above this (bytes, or KiB, MiB, GiB).
     #[arg(long, value_parser = sizes::parse)]
     pub max_bytes: Option<u64>,
-    /// Timed runs per size (at most 3 from 256 MiB on).
+    /// Timed runs per size (at least 200 up to 1 MiB, at most 3 from 256 MiB on).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub repeat: u32,
     /// Paths, comma separated (default all).

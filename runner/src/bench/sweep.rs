@@ -25,10 +25,17 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
+/// Up to this size a copy gets at least [`SMALL_REPEAT`] timed runs: a best
+/// of 10 there is not yet the best (CUDA's reference counts the same way).
+pub const SMALL: u64 = 1 << 20;
+pub const SMALL_REPEAT: u32 = 200;
+
 /// Timed runs for a copy of `bytes`.
 pub fn repeats_for(bytes: u64, repeat: u32) -> u32 {
     if bytes >= BIG {
         repeat.min(BIG_REPEAT)
+    } else if bytes <= SMALL {
+        repeat.max(SMALL_REPEAT)
     } else {
         repeat
     }
@@ -128,7 +135,9 @@ mod tests {
     #[test]
     fn big_sizes_get_fewer_runs() {
         assert_eq!(repeats_for(1 << 30, 10), 3);
-        assert_eq!(repeats_for(1 << 20, 10), 10);
+        assert_eq!(repeats_for(1 << 20, 10), SMALL_REPEAT);
+        assert_eq!(repeats_for(16 << 20, 10), 10);
+        assert_eq!(repeats_for(4096, 500), 500);
         assert_eq!(repeats_for(1 << 30, 2), 2);
     }
 }
