@@ -6,7 +6,9 @@
 # with the CPU's. vkcopy's library runs under the validation layer and must
 # pass every check; a check that fails on Halide's runtime must be listed, with
 # the runtime function at fault, in halide-abi/pipelines/expected-halide-21.0.0.txt
-# (and one listed there that passes is an error too).
+# (and one listed there that passes is an error too). Last, an application
+# that shares its own Vulkan device through halide_vulkan_acquire_context runs
+# a pipeline on vkcopy's library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v g++ >/dev/null 2>&1 || {
@@ -50,4 +52,11 @@ for c in $checks; do
       else echo "halide-21.0.0  $line"; echo "  not listed in $expected"; status=1; fi ;;
   esac
 done
+# An application that shares its own device through halide_vulkan_acquire_context.
+g++ -std=c++17 -O1 -I"$inc" -I"$out" "$src/app_context.cpp" "$out/gain_f32_gpu.a" "$out/gain_f32_cpu.a" \
+  "$root/vkcopy-abi/libhalide_runtime_vulkan.so" -Wl,-rpath,"$root/vkcopy-abi" -rdynamic -ldl -lpthread \
+  -o "$out/app-context-vkcopy-abi"
+line=$(HL_VK_LAYERS=VK_LAYER_KHRONOS_validation timeout 120 "$out/app-context-vkcopy-abi" 2>&1 | tail -1) || true
+echo "vkcopy-abi     $line"
+[ "$line" = "pass  app_context" ] || status=1
 exit $status

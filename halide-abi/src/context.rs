@@ -6,12 +6,13 @@
 //! `halide_get_library_symbol`, as Halide's runtime does, so an application
 //! (or a test harness) that replaces those sees every Vulkan call.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use vkcopy::{
     ash::vk, AllocConfig, Context, ContextOptions, CopyPath, DeviceSelector, DeviceTypeFilter,
+    ExternalDevice,
 };
 
 use crate::config;
@@ -38,7 +39,13 @@ pub(crate) fn acquire() -> Result<Arc<Device>, Failure> {
         return Ok(d.clone());
     }
     load_vulkan()?;
-    let ctx = Context::new(options()?).map_err(|e| Failure::vk(ffi::code::GPU_DEVICE_ERROR, e))?;
+    let made = match application_device()? {
+        // SAFETY: the application's acquire hook vouches for its handles, as
+        // Halide's runtime takes them on trust too.
+        Some(e) => unsafe { Context::on_device(e, options()?) },
+        None => Context::new(options()?),
+    };
+    let ctx = made.map_err(|e| Failure::vk(ffi::code::GPU_DEVICE_ERROR, e))?;
     VALIDATING.store(ctx.validation(), Ordering::Relaxed);
     let d = Arc::new(Device {
         ctx,
@@ -46,6 +53,92 @@ pub(crate) fn acquire() -> Result<Arc<Device>, Failure> {
     });
     *cur = Some(d.clone());
     Ok(d)
+}
+
+type Acquire = unsafe extern "C" fn(
+    ffi::Uc,
+    *mut *mut c_void,
+    *mut u64,
+    *mut u64,
+    *mut u64,
+    *mut u64,
+    *mut u32,
+    *mut u64,
+    bool,
+) -> c_int;
+type Release = unsafe extern "C" fn(ffi::Uc, u64, u64, u64, u64) -> c_int;
+
+/// The application's device, where it defines `halide_vulkan_acquire_context`
+/// itself (as Halide lets it, to share its instance, device and queue): found
+/// in the process's symbols when it is not this library's own. Asked once;
+/// `halide_vulkan_release_context` (the application's too) is called right
+/// after, since vkcopy keeps no lock of the application's between calls.
+fn application_device() -> Result<Option<ExternalDevice>, Failure> {
+    let find = |name: &CStr| {
+        // SAFETY: dlsym of a NUL-terminated name in the process's global scope.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+    };
+    // Ours or the application's: by the object each lives in (a reference to
+    // our own exported symbol would itself bind to the application's).
+    let object = |p: *const c_void| {
+        // SAFETY: Dl_info is plain pointers, for which zero is a valid value.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: dladdr fills `info` for any address, or returns 0.
+        (unsafe { libc::dladdr(p, &mut info) } != 0).then_some(info.dli_fbase)
+    };
+    let here = object(application_device as *const c_void);
+    let theirs = |f: *mut c_void| !f.is_null() && object(f.cast_const()) != here;
+    let f = find(c"halide_vulkan_acquire_context");
+    if !theirs(f) {
+        return Ok(None);
+    }
+    // SAFETY: the symbol has the type HalideRuntimeVulkan.h declares.
+    let acquire: Acquire = unsafe { std::mem::transmute::<*mut c_void, Acquire>(f) };
+    let mut allocator = std::ptr::null_mut();
+    let (mut instance, mut device, mut physical, mut queue, mut messenger) = (0, 0, 0, 0, 0);
+    let mut family = 0u32;
+    // SAFETY: every pointer is to a local.
+    let code = unsafe {
+        acquire(
+            std::ptr::null_mut(),
+            &mut allocator,
+            &mut instance,
+            &mut device,
+            &mut physical,
+            &mut queue,
+            &mut family,
+            &mut messenger,
+            true,
+        )
+    };
+    if code != 0 {
+        return Err(Failure::new(
+            code,
+            format!("the application's halide_vulkan_acquire_context returned {code}"),
+        ));
+    }
+    let r = find(c"halide_vulkan_release_context");
+    if theirs(r) {
+        // SAFETY: as above, for the release hook, given what acquire gave.
+        unsafe {
+            let release = std::mem::transmute::<*mut c_void, Release>(r);
+            release(std::ptr::null_mut(), instance, device, queue, messenger);
+        }
+    }
+    if instance == 0 || device == 0 || physical == 0 || queue == 0 {
+        return Err(Failure::new(
+            ffi::code::GPU_DEVICE_ERROR,
+            "the application's halide_vulkan_acquire_context gave a null instance, device, physical device or queue".into(),
+        ));
+    }
+    use vkcopy::ash::vk::Handle;
+    Ok(Some(ExternalDevice {
+        instance: vk::Instance::from_raw(instance),
+        physical_device: vk::PhysicalDevice::from_raw(physical),
+        device: vk::Device::from_raw(device),
+        queue: vk::Queue::from_raw(queue),
+        queue_family: family,
+    }))
 }
 
 /// The context if one is open.
