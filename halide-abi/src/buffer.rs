@@ -160,7 +160,8 @@ pub(crate) unsafe fn shape(buf: &HalideBuffer, name: &str) -> Result<Buffer, Fai
 /// `buf.device`, when `buf.device_interface` is this library's, is a handle
 /// this library made and has not freed.
 pub(crate) unsafe fn handle(buf: &HalideBuffer) -> Option<&DeviceBuffer> {
-    if buf.device == 0 || buf.device_interface != crate::interface::interface() {
+    // SAFETY: returns a pointer to a static table.
+    if buf.device == 0 || buf.device_interface != unsafe { ffi::halide_vulkan_device_interface() } {
         return None;
     }
     // SAFETY: the caller's promise: a live `Box<DeviceBuffer>` made here.
@@ -170,7 +171,8 @@ pub(crate) unsafe fn handle(buf: &HalideBuffer) -> Option<&DeviceBuffer> {
 /// Stores `h` as `buf`'s device handle.
 pub(crate) fn set_handle(buf: &mut HalideBuffer, h: DeviceBuffer) {
     buf.device = Box::into_raw(Box::new(h)) as u64;
-    buf.device_interface = crate::interface::interface();
+    // SAFETY: as above.
+    buf.device_interface = unsafe { ffi::halide_vulkan_device_interface() };
 }
 
 /// Takes `buf`'s handle back, clearing `device` and `device_interface`.

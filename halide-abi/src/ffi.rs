@@ -136,5 +136,8 @@ extern "C" {
     pub fn halide_default_device_and_host_free(uc: Uc, buf: Buf, iface: Iface) -> c_int;
     pub fn halide_error(uc: Uc, msg: *const c_char);
     pub fn halide_load_library(name: *const c_char) -> *mut c_void;
+    /// This library's own interface (`interface.rs` defines it), reached
+    /// through the C ABI as generated code reaches it.
+    pub fn halide_vulkan_device_interface() -> Iface;
     pub fn halide_get_library_symbol(lib: *mut c_void, name: *const c_char) -> *mut c_void;
 }

@@ -6,6 +6,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use super::shim::CopyCounts;
+
 /// `halide_type_t`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,8 +66,6 @@ type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 pub type GetLibrarySymbol = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibrarySymbol;
-/// Writes copies and bytes to the device, to the host and device to device.
-pub type CopyCounts = unsafe extern "C" fn(*mut u64);
 
 /// The entry points of one Halide runtime library.
 pub struct Library {
