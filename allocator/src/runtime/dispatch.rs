@@ -100,8 +100,8 @@ fn binding_range(
 }
 
 impl Context {
-    /// How `buf`'s device view is bound; see [`Binding`].
-    pub fn bind(&self, buf: &Buffer) -> Result<Binding> {
+    /// `buf`'s device view, which must be of this context.
+    fn own_view<'b>(&self, buf: &'b Buffer) -> Result<&'b crate::buffer::DeviceView> {
         let view = buf
             .device
             .as_ref()
@@ -112,6 +112,12 @@ impl Context {
                 buf.name()
             )));
         }
+        Ok(view)
+    }
+
+    /// How `buf`'s device view is bound; see [`Binding`].
+    pub fn bind(&self, buf: &Buffer) -> Result<Binding> {
+        let view = self.own_view(buf)?;
         let eb = buf.elem().bytes() as u64;
         let region = view.region.size();
         let start = view
@@ -160,16 +166,7 @@ impl Context {
     /// codegen binds crops by descriptor offset); the offset is a descriptor's
     /// only where it is a multiple of `minStorageBufferOffsetAlignment`.
     pub fn view_range(&self, buf: &Buffer) -> Result<vk::DescriptorBufferInfo> {
-        let view = buf
-            .device
-            .as_ref()
-            .ok_or_else(|| Error::NoDeviceAllocation(buf.name().to_owned()))?;
-        if !self.owns(view.region.device()) {
-            return Err(Error::IncompatibleBuffers(format!(
-                "{} has device memory of another context",
-                buf.name()
-            )));
-        }
+        let view = self.own_view(buf)?;
         let start = view.byte_offset(buf.elem().bytes());
         let vk_size = view.region.size().max(4).next_multiple_of(4);
         let range = buf
