@@ -27,9 +27,10 @@ HOST_KINDS = ["pinned", "pinned_blocking", "pageable", "unaligned"]
 ROUND_TRIP_MAX = 64 * KIB  # a round trip is a latency measure: small sizes only
 BIDIR_SIZE = 256 * MIB  # per direction
 BIG, BIG_REPEAT = 256 * MIB, 3  # from 256 MiB on, at most 3 timed runs: each is long
-# Up to 1 MiB, at least 200 timed runs: a best of 10 there is not yet the best
-# (vkcopy's bench counts its runs the same way).
+# Up to 1 MiB, 200 timed runs unless --repeat says: a best of 10 there is not
+# yet the best (vkcopy's bench counts its runs the same way).
 SMALL, SMALL_REPEAT = MIB, 200
+DEFAULT_REPEAT = 10
 WARMUP = 2
 UNALIGNED_OFFSET = 16  # glibc malloc's mmap'd big blocks start 16 bytes past a page
 
@@ -63,9 +64,11 @@ def format_size(n):
 
 
 def repeats_for(size, repeat):
-    if size >= BIG:
-        return min(repeat, BIG_REPEAT)
-    return max(repeat, SMALL_REPEAT) if size <= SMALL else repeat
+    """Timed runs at `size`: `repeat` as given (None: 10, and SMALL_REPEAT for
+    small copies), at most BIG_REPEAT for big ones; as vkcopy's bench counts."""
+    if repeat is None:
+        repeat = SMALL_REPEAT if size <= SMALL else DEFAULT_REPEAT
+    return min(repeat, BIG_REPEAT) if size >= BIG else repeat
 
 
 def make_result(path, host_memory, nbytes, host_times, gpu_times):
@@ -114,8 +117,9 @@ def self_test():
         except ValueError:
             continue
         raise AssertionError(f"accepted {bad}")
-    assert (repeats_for(GIB, 10), repeats_for(16 * MIB, 10), repeats_for(GIB, 2)) == (3, 10, 2)
-    assert (repeats_for(MIB, 10), repeats_for(4 * KIB, 500)) == (SMALL_REPEAT, 500)
+    assert (repeats_for(GIB, None), repeats_for(16 * MIB, None), repeats_for(GIB, 2)) == (3, 10, 2)
+    assert (repeats_for(MIB, None), repeats_for(4 * KIB, 500), repeats_for(4 * KIB, 2)) \
+        == (SMALL_REPEAT, 500, 2)
     assert [format_size(n) for n in (64 * KIB, GIB, 100)] == ["64 KiB", "1 GiB", "100 B"]
     r = make_result("upload", "pinned", GIB, [0.03, 0.02, 0.04], [])
     assert r["best_seconds"] == 0.02 and r["median_seconds"] == 0.03
@@ -217,7 +221,7 @@ def run_path(torch, path, sizes, repeat):
             def op():  # a synchronous upload, then a synchronous readback
                 d.copy_(h)
                 h.copy_(d)
-            yield make_result(path, "pinned", n, *measure(torch, op, repeat))
+            yield make_result(path, "pinned", n, *measure(torch, op, repeats_for(n, repeat)))
             del h, d, op
         free(torch)
     elif path == "bidirectional":
@@ -248,9 +252,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES.split(),
                    help=f"sizes, space or comma separated (default: {DEFAULT_SIZES})")
-    p.add_argument("--repeat", type=int, default=10,
-                   help=f"timed runs per size (default 10; at least {SMALL_REPEAT} up to 1 MiB, "
-                        f"at most {BIG_REPEAT} from 256 MiB)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help=f"timed runs per size (default {DEFAULT_REPEAT}, and {SMALL_REPEAT} up "
+                        f"to 1 MiB; at most {BIG_REPEAT} from 256 MiB)")
     p.add_argument("--out", default="cuda.json", help="JSON output (default cuda.json)")
     p.add_argument("--paths", default=",".join(ALL_PATHS), help="comma list (default all)")
     p.add_argument("--self-test", action="store_true", help="test the CUDA-free logic only")
@@ -266,7 +270,7 @@ def main(argv=None):
     unknown = [s for s in paths if s not in ALL_PATHS]
     if unknown:
         p.error(f"unknown paths {unknown} (known: {', '.join(ALL_PATHS)})")
-    if args.repeat < 1:
+    if args.repeat is not None and args.repeat < 1:
         p.error("--repeat must be at least 1")
     try:
         import torch

@@ -25,9 +25,10 @@ pub struct Args {
     /// Leave out sizes above this (bytes, or KiB, MiB, GiB).
     #[arg(long, value_parser = sizes::parse)]
     pub max_bytes: Option<u64>,
-    /// Timed runs per size (at least 200 up to 1 MiB, at most 3 from 256 MiB on).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub repeat: u32,
+    /// Timed runs per size (default 10, and 200 up to 1 MiB; at most 3 from
+    /// 256 MiB on).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub repeat: Option<u32>,
     /// Paths, comma separated (default all).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub paths: Option<Vec<BenchPath>>,
@@ -131,7 +132,7 @@ mod tests {
         );
         let a = args(&["--sizes", "4KiB,1GiB", "--repeat", "2"]);
         let p = a.plan(DeviceType::Cpu);
-        assert_eq!((p.sizes, p.repeat), (vec![4 * KIB, GIB], 2));
+        assert_eq!((p.sizes, p.repeat), (vec![4 * KIB, GIB], Some(2)));
         let a = args(&["--sizes", "4KiB", "1MiB", "--paths", "readback,round_trip"]);
         let p = a.plan(DeviceType::Cpu);
         assert_eq!(p.sizes, [4 * KIB, MIB]);

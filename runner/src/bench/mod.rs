@@ -107,7 +107,15 @@ fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Resul
         "Halide {} ({}), best of {} timed runs (at most {} from {}) after {} warm-up copies, host clock",
         choice.ok().and_then(|c| c.halide_name()).unwrap_or_default(),
         lib.display(),
-        args.repeat,
+        args.repeat.map_or(
+            format!(
+                "{} ({} up to {})",
+                sweep::DEFAULT_REPEAT,
+                sweep::SMALL_REPEAT,
+                sizes::format(sweep::SMALL)
+            ),
+            |n| n.to_string()
+        ),
         sweep::BIG_REPEAT,
         sizes::format(sweep::BIG),
         sweep::WARMUP
@@ -163,6 +171,11 @@ fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, Pat
     Ok((doc, out))
 }
 
+/// Copies per measurement where every size gets the same count.
+fn repeat(args: &Args) -> u32 {
+    args.repeat.unwrap_or(sweep::DEFAULT_REPEAT)
+}
+
 fn run_overlap(args: &Args, bytes: u64, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
     let options = ContextOptions::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
     let ctx = Context::new(options)
@@ -172,7 +185,7 @@ fn run_overlap(args: &Args, bytes: u64, print: &mut impl FnMut(&str)) -> Result<
         "{} ({}), driver {}",
         info.name, info.device_type, info.driver
     ));
-    let results = overlap::run(&ctx, bytes, args.repeat).map_err(Failure::Usage)?;
+    let results = overlap::run(&ctx, bytes, repeat(args)).map_err(Failure::Usage)?;
     for line in overlap::rows(&results) {
         print(&line);
     }
@@ -186,7 +199,10 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
     let info = ctx.info();
     print(&format!(
         "{} ({}), driver {}; medians of {} copies, microseconds",
-        info.name, info.device_type, info.driver, args.repeat
+        info.name,
+        info.device_type,
+        info.driver,
+        repeat(args)
     ));
     let sizes = args
         .sizes
@@ -194,7 +210,7 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
         .unwrap_or(breakdown::DEFAULT_SIZES.to_vec());
     let paths = args.paths.clone().unwrap_or(paths::BenchPath::ALL.to_vec());
     print(&breakdown::heading());
-    let rows = breakdown::run(&ctx, &paths, &sizes, args.repeat).map_err(Failure::Usage)?;
+    let rows = breakdown::run(&ctx, &paths, &sizes, repeat(args)).map_err(Failure::Usage)?;
     for r in &rows {
         print(&breakdown::row(r));
     }

@@ -20,24 +20,32 @@ pub const BIG_REPEAT: u32 = 3;
 pub struct Plan {
     pub paths: Vec<BenchPath>,
     pub sizes: Vec<u64>,
-    pub repeat: u32,
+    pub repeat: Option<u32>,
     /// What the plan left out and why, for the user.
     pub notes: Vec<String>,
 }
 
-/// Up to this size a copy gets at least [`SMALL_REPEAT`] timed runs: a best
-/// of 10 there is not yet the best (CUDA's reference counts the same way).
+/// Timed runs per size unless `--repeat` says.
+pub const DEFAULT_REPEAT: u32 = 10;
+/// Up to this size a copy gets [`SMALL_REPEAT`] timed runs unless `--repeat`
+/// says: a best of 10 there is not yet the best (CUDA's reference counts the
+/// same way).
 pub const SMALL: u64 = 1 << 20;
 pub const SMALL_REPEAT: u32 = 200;
 
-/// Timed runs for a copy of `bytes`.
-pub fn repeats_for(bytes: u64, repeat: u32) -> u32 {
+/// Timed runs for a copy of `bytes`: `repeat` as given (the default where
+/// `None`, raised to [`SMALL_REPEAT`] for small copies), at most
+/// [`BIG_REPEAT`] for big ones.
+pub fn repeats_for(bytes: u64, repeat: Option<u32>) -> u32 {
+    let n = match repeat {
+        Some(n) => n,
+        None if bytes <= SMALL => SMALL_REPEAT,
+        None => DEFAULT_REPEAT,
+    };
     if bytes >= BIG {
-        repeat.min(BIG_REPEAT)
-    } else if bytes <= SMALL {
-        repeat.max(SMALL_REPEAT)
+        n.min(BIG_REPEAT)
     } else {
-        repeat
+        n
     }
 }
 
@@ -134,10 +142,13 @@ mod tests {
 
     #[test]
     fn big_sizes_get_fewer_runs() {
-        assert_eq!(repeats_for(1 << 30, 10), 3);
-        assert_eq!(repeats_for(1 << 20, 10), SMALL_REPEAT);
-        assert_eq!(repeats_for(16 << 20, 10), 10);
-        assert_eq!(repeats_for(4096, 500), 500);
-        assert_eq!(repeats_for(1 << 30, 2), 2);
+        assert_eq!(repeats_for(1 << 30, None), 3);
+        assert_eq!(repeats_for(1 << 30, Some(10)), 3);
+        assert_eq!(repeats_for(1 << 30, Some(2)), 2);
+        assert_eq!(repeats_for(1 << 20, None), SMALL_REPEAT);
+        assert_eq!(repeats_for(16 << 20, None), DEFAULT_REPEAT);
+        assert_eq!(repeats_for(4096, Some(500)), 500);
+        // Told, small copies get what they are told: a quick check stays quick.
+        assert_eq!(repeats_for(4096, Some(2)), 2);
     }
 }

@@ -114,7 +114,7 @@ fn best(runs: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, Str
 pub fn run(
     lib: &Library,
     sizes: &[u64],
-    repeat: u32,
+    repeat: Option<u32>,
     mut each: impl FnMut(&Row),
 ) -> Result<(), String> {
     let uc: *mut c_void = std::ptr::null_mut();
