@@ -16,11 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
 export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
-# One test at a time in each test binary: the validation layer (1.3.239) reads
-# its per-device state without a lock while another thread creates or destroys
-# a device, and crashes now and then (TESTING.md). The YAML cases keep their
-# parallelism: each runs in a worker process of its own.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 features=(--features vkcopy-suite/fault-injection)
 # Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
 halide_runtimes=()

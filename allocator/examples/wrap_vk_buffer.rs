@@ -12,7 +12,7 @@ const N: i64 = 4096;
 
 /// A `VkBuffer` of `size` bytes bound to new device-local memory of its own.
 fn make_vk_buffer(ctx: &Context, size: u64) -> Result<(vk::Buffer, vk::DeviceMemory), vk::Result> {
-    let device = ctx.raw_device();
+    let device = &ctx.raw_device();
     let info = vk::BufferCreateInfo::default()
         .size(size)
         .usage(

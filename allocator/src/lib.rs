@@ -143,5 +143,6 @@ pub use runtime::upload_choice::UploadCalibration;
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{box_text, CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};
+pub use vk::gate::Guarded;
 pub use vk::instance::{is_validation_finding, use_loader};
 pub use vk::region::Region;

@@ -122,7 +122,7 @@ fn validation_messages_are_caught() {
     assert!(ctx.take_validation_messages().is_empty());
     // A buffer with no usage flags breaks VUID-VkBufferCreateInfo-usage-requiredbitmask.
     let info = vk::BufferCreateInfo::default().size(64);
-    let device = ctx.raw_device();
+    let device = &ctx.raw_device();
     // SAFETY: deliberately invalid create info, to provoke a validation message; the
     // buffer (if the driver made one) is destroyed right away.
     unsafe {

@@ -315,7 +315,7 @@ fn a_native_vk_buffer_wraps_as_a_region_and_detaches() {
     let Some(ctx) = context(ContextOptions::default()) else {
         return;
     };
-    let device = ctx.raw_device();
+    let device = &ctx.raw_device();
     let size = 64 * 64 * 4;
     let info = vk::BufferCreateInfo::default().size(size).usage(
         vk::BufferUsageFlags::TRANSFER_SRC

@@ -25,6 +25,7 @@ use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
 use crate::vk::allocator::Allocator;
 use crate::vk::device::{self, DeviceShared, QueueRole};
+use crate::vk::gate::Guarded;
 use crate::vk::import::HostImport;
 use crate::vk::instance::Instance;
 use crate::vk::pipelines::PipelineCache;
@@ -419,14 +420,18 @@ impl Context {
     }
 
     /// The `ash` device, for callers that make raw Vulkan calls on it (to create a
-    /// `VkBuffer` for [`Context::wrap_vk_buffer`], say).
-    pub fn raw_device(&self) -> &ash::Device {
-        &self.inner.device.raw
+    /// `VkBuffer` for [`Context::wrap_vk_buffer`], say). Make the calls while
+    /// the returned value lives: under a validation layer it keeps other
+    /// threads' contexts from being created or destroyed meanwhile (see
+    /// [`Guarded`]).
+    pub fn raw_device(&self) -> Guarded<'_, ash::Device> {
+        self.inner.device.raw()
     }
 
-    /// The `ash` instance the device was created from.
-    pub fn raw_instance(&self) -> &ash::Instance {
-        &self.inner.device.instance.raw
+    /// The `ash` instance the device was created from (held as
+    /// [`Context::raw_device`]).
+    pub fn raw_instance(&self) -> Guarded<'_, ash::Instance> {
+        self.inner.device.instance.raw()
     }
 
     /// The physical device behind [`Context::raw_device`].

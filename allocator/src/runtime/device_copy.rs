@@ -130,7 +130,7 @@ impl Context {
     /// `timed`, returns the GPU time (host time where the queue has no timestamps).
     fn run_legs(&self, sub: &Submitter, legs: &[Leg], timed: bool) -> Result<Option<u64>> {
         let s = &*self.inner;
-        let (device, stats) = (&s.device.raw, &s.device.stats);
+        let (device, stats) = (&s.device.raw(), &s.device.stats);
         // Held until the fence wait: the kernel is not destroyed under the copy.
         let mut cache = s.pipelines.lock();
         let kernel = cache.copy_kernel(&s.device)?;

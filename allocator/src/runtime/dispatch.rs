@@ -236,7 +236,7 @@ impl Context {
     /// submission, with a compute-to-compute barrier between them.
     pub fn dispatch(&self, dispatches: &[Dispatch]) -> Result<()> {
         let s = &*self.inner;
-        let device = &s.device.raw;
+        let device = &s.device.raw();
         let stats = &s.device.stats;
         // Held until the fence wait: nothing this call uses is destroyed under it.
         let mut cache = s.pipelines.lock();

@@ -66,7 +66,7 @@ impl RawCopy<'_> {
     /// Copies once on the context's compute queue and waits; the host time from
     /// recording to the end of the wait.
     pub fn run(&self) -> Result<Duration> {
-        let device = self.ctx.raw_device();
+        let device = &self.ctx.raw_device();
         let (src, dst) = (self.src.vk_buffer(), self.dst.vk_buffer());
         let region = [vk::BufferCopy {
             src_offset: 0,

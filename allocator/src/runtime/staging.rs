@@ -322,7 +322,7 @@ impl Context {
         let windows = Windows::estimate(plan, window, self.max_pieces());
         let slots = self.ring(Role::Readback, windows.min(LANES), window)?;
         let n = slots.len().min(windows).max(1);
-        let device = self.raw_device();
+        let device = &self.raw_device();
         let disjoint = plan.dst_disjoint();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
         // (lane, slot, pieces): a copy of one window goes on the kept command
@@ -388,7 +388,7 @@ impl Context {
         let windows = Windows::estimate(plan, window, self.max_pieces());
         let slots = self.ring(Role::Upload, windows.min(LANES), window)?;
         let n = slots.len().min(windows).max(1);
-        let device = self.raw_device();
+        let device = &self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());
         lanes.host_access(access);
         let mut all = Windows::new(plan, window, self.max_pieces())

@@ -222,7 +222,7 @@ impl Context {
         host: Option<HostSide>,
         reads: HostAccess,
     ) -> Result<Option<u64>> {
-        let device = self.raw_device();
+        let device = &self.raw_device();
         // A chunk is at most two regions (the host-side cut).
         let per_submission = (self.max_pieces() / 2).max(1);
         if plan.chunks() <= per_submission as u64 {
@@ -630,7 +630,7 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.vk_buffer(), dst.0.region.vk_buffer());
-        let device = self.raw_device();
+        let device = &self.raw_device();
         let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
         // Held to the end: every route below writes `dr`.

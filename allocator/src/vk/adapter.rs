@@ -222,7 +222,7 @@ impl Adapter {
         selector: &DeviceSelector,
         import_host: bool,
     ) -> Result<Self> {
-        let raw = &instance.raw;
+        let raw = &instance.raw();
         // SAFETY: the instance is alive.
         let devices =
             unsafe { raw.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
@@ -259,7 +259,7 @@ impl Adapter {
         import_host: bool,
         given: Option<u32>,
     ) -> Result<Self> {
-        let raw = &instance.raw;
+        let raw = &instance.raw();
         // SAFETY: `physical` was enumerated from this instance (or is the caller's).
         let props = unsafe { raw.get_physical_device_properties(physical) };
         // SAFETY: as above.
@@ -426,7 +426,7 @@ fn timeline_semaphores(instance: &ash::Instance, physical: vk::PhysicalDevice) -
 /// Every physical device with its memory table.
 pub(crate) fn list_devices() -> Result<Vec<DeviceSummary>> {
     let instance = Instance::new(false)?;
-    let raw = &instance.raw;
+    let raw = &instance.raw();
     // SAFETY: the instance is alive.
     let devices = unsafe { raw.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
     Ok(devices

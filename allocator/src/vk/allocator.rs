@@ -199,7 +199,7 @@ impl Allocator {
     ) -> Result<Self> {
         // A probe buffer gives the alignment and memory types of every buffer we make.
         let info = device.buffer_info(4, BUFFER_USAGE);
-        let raw = &device.raw;
+        let raw = &device.raw();
         // SAFETY: valid create info; destroyed right after the query.
         let probe = unsafe { raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         // SAFETY: the probe was created from this device.
@@ -596,7 +596,7 @@ impl Allocator {
         // SAFETY: the probe is a buffer of this device; a valid pNext chain.
         unsafe {
             self.device
-                .raw
+                .raw()
                 .get_buffer_memory_requirements2(&info, &mut req)
         };
         self.destroy_buffers(vec![probe]);
@@ -624,7 +624,7 @@ impl Allocator {
     ) -> std::result::Result<Placed, Refusal> {
         let buffer = self.create_unbound(size).map_err(Refusal::failed)?;
         // SAFETY: a buffer of this device.
-        let req = unsafe { self.device.raw.get_buffer_memory_requirements(buffer) };
+        let req = unsafe { self.device.raw().get_buffer_memory_requirements(buffer) };
         let block_size = req.size.max(size);
         let added = self
             .new_block(st, ty, block_size, Some(buffer))
@@ -666,7 +666,7 @@ impl Allocator {
         // dedicated block's one region starts at 0.
         unsafe {
             self.device
-                .raw
+                .raw()
                 .bind_buffer_memory(buffer, memory, reservation.offset)
         }
         .map_err(|e| Refusal::Failed(format!("vkBindBufferMemory failed: {e}")))?;
@@ -685,7 +685,7 @@ impl Allocator {
         if !buffers.is_empty() {
             self.device.settle();
         }
-        let (device, stats) = (&self.device.raw, &self.device.stats);
+        let (device, stats) = (&self.device.raw(), &self.device.stats);
         for b in buffers {
             self.device.retire();
             // SAFETY: the region that held the buffer is free or gone; no pending work
@@ -699,7 +699,8 @@ impl Allocator {
     fn create_unbound(&self, size: u64) -> Result<vk::Buffer> {
         let info = self.device.buffer_info(size, BUFFER_USAGE);
         // SAFETY: valid create info.
-        let buffer = unsafe { self.device.raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        let buffer =
+            unsafe { self.device.raw().create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         self.device.stats.buffer_created();
         Ok(buffer)
     }
@@ -710,7 +711,7 @@ impl Allocator {
         memory: vk::DeviceMemory,
         offset: u64,
     ) -> Result<vk::Buffer> {
-        let (device, stats) = (&self.device.raw, &self.device.stats);
+        let (device, stats) = (&self.device.raw(), &self.device.stats);
         let buffer = self.create_unbound(size)?;
         // SAFETY: the region at `offset` is reserved for this buffer, aligned to the
         // buffer's required alignment, and as large as its requirements (same usage as
@@ -812,7 +813,7 @@ impl Allocator {
 impl Drop for Allocator {
     /// Frees every block; regions hold the allocator, so none is in use.
     fn drop(&mut self) {
-        let (device, stats) = (&self.device.raw, &self.device.stats);
+        let (device, stats) = (&self.device.raw(), &self.device.stats);
         // No region is alive (each holds the allocator) and every submission was
         // waited for; idle anyway, in case a wait timed out. Drop cannot report a
         // failed wait, and it leaves a lost device, which runs no work that could

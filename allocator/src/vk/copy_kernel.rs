@@ -62,7 +62,7 @@ pub(crate) enum LegSets<'a> {
 impl CopyKernel {
     /// Creates the layouts, module and pipeline; nothing is left behind on failure.
     pub(crate) fn new(shared: &DeviceShared) -> Result<Self> {
-        let (device, stats) = (&shared.raw, &shared.stats);
+        let (device, stats) = (&shared.raw(), &shared.stats);
         let push = shared.push_descriptor.clone();
         let mut k = CopyKernel {
             layout: Layout::new(device, stats, BINDINGS, PARAM_WORDS, push.is_some())?,

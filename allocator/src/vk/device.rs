@@ -14,6 +14,7 @@ use crate::memory::table::MemoryTable;
 use crate::profile::StepTrace;
 use crate::stats::Stats;
 use crate::vk::adapter::{Adapter, DeviceInfo};
+use crate::vk::gate::Guarded;
 use crate::vk::instance::{lifecycle, Instance};
 pub(crate) use crate::vk::queue::{Queue, QueueRole};
 
@@ -26,7 +27,7 @@ pub(crate) fn live_devices() -> usize {
 }
 
 pub(crate) struct DeviceShared {
-    pub(crate) raw: ash::Device,
+    table: ash::Device,
     pub(crate) physical: vk::PhysicalDevice,
     /// Queues by role: blocking work and kernels, async uploads, readbacks and
     /// device copies. Roles share a queue where the device has too few.
@@ -82,6 +83,11 @@ impl std::fmt::Debug for DeviceShared {
 }
 
 impl DeviceShared {
+    /// The device's functions, the layer gate held while in use.
+    pub(crate) fn raw(&self) -> Guarded<'_, ash::Device> {
+        Guarded::new(&self.table, self.instance.layered)
+    }
+
     /// Creates the device of `adapter` with up to two queues of its compute family
     /// and of its transfer family.
     pub(crate) fn new(
@@ -134,7 +140,7 @@ impl DeviceShared {
         // Creation and the lookups of its functions and queues.
         let order = lifecycle();
         // SAFETY: valid create info referring to locals; destroyed in drop.
-        let raw = unsafe { instance.raw.create_device(adapter.physical, &info, None) }
+        let raw = unsafe { instance.raw().create_device(adapter.physical, &info, None) }
             .vk("vkCreateDevice")?;
         let queues = Queue::assign(&raw, &adapter.families);
         let d = Self::assemble(instance, adapter, raw, queues, timeout, spin, true);
@@ -157,8 +163,10 @@ impl DeviceShared {
         timeout: Duration,
         spin: Duration,
     ) -> Self {
+        // Loading the functions asks the layers: as a creation.
+        let _order = lifecycle();
         // SAFETY: the caller's promise.
-        let raw = unsafe { ash::Device::load(instance.raw.fp_v1_0(), device) };
+        let raw = unsafe { ash::Device::load(instance.raw().fp_v1_0(), device) };
         let queues = Queue::borrowed(queue, &adapter.families[0]);
         Self::assemble(instance, adapter, raw, queues, timeout, spin, false)
     }
@@ -174,16 +182,16 @@ impl DeviceShared {
     ) -> Self {
         let host_import = adapter.import_alignment.map(|a| {
             (
-                ash::ext::external_memory_host::Device::new(&instance.raw, &raw),
+                ash::ext::external_memory_host::Device::new(&instance.raw(), &raw),
                 a,
             )
         });
         let push_descriptor = adapter
             .push_descriptor
-            .then(|| ash::khr::push_descriptor::Device::new(&instance.raw, &raw));
+            .then(|| ash::khr::push_descriptor::Device::new(&instance.raw(), &raw));
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         DeviceShared {
-            raw,
+            table: raw,
             physical: adapter.physical,
             queues,
             families: adapter.families.iter().map(|f| f.index).collect(),
@@ -247,7 +255,7 @@ impl DeviceShared {
             }
         }
         // SAFETY: waiting for idle has no preconditions; the queues are locked.
-        unsafe { self.raw.device_wait_idle() }
+        unsafe { self.raw().device_wait_idle() }
     }
 
     /// Notes that a wait timed out, leaving work pending.
@@ -339,13 +347,13 @@ impl Drop for DeviceShared {
         // one and is gone.
         unsafe {
             if self.owned {
-                let _ = self.raw.device_wait_idle();
+                let _ = self.raw().device_wait_idle();
                 let _order = lifecycle();
-                self.raw.destroy_device(None);
+                self.raw().destroy_device(None);
             } else {
                 // The caller's device: only vkcopy's work on its queue is waited for.
                 let (q, _held) = self.queues[0].lock();
-                let _ = self.raw.queue_wait_idle(q);
+                let _ = self.raw().queue_wait_idle(q);
             }
         }
         LIVE_DEVICES.fetch_sub(1, Ordering::Relaxed);

@@ -111,7 +111,7 @@ impl DeviceHeaps {
         if !self.device.memory_budget {
             return None;
         }
-        let (instance, physical) = (&self.device.instance.raw, self.device.physical);
+        let (instance, physical) = (&self.device.instance.raw(), self.device.physical);
         let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
         let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
         // SAFETY: the extension is enabled on the device; a valid pNext chain.
@@ -130,7 +130,7 @@ impl DeviceHeaps {
         buffer: Option<vk::Buffer>,
         map: bool,
     ) -> Result<MemoryBlock, CallError> {
-        let (device, stats) = (&self.device.raw, &self.device.stats);
+        let (device, stats) = (&self.device.raw(), &self.device.stats);
         let heap = self.device.memory.types[ty as usize].heap;
         let mut dedicated = vk::MemoryDedicatedAllocateInfo::default();
         let mut info = vk::MemoryAllocateInfo::default()
@@ -232,7 +232,7 @@ impl Heaps for DeviceHeaps {
     }
 
     fn free(&mut self, block: MemoryBlock) {
-        let (device, stats) = (&self.device.raw, &self.device.stats);
+        let (device, stats) = (&self.device.raw(), &self.device.stats);
         // SAFETY: the caller guarantees nothing is bound to the memory or uses it.
         unsafe {
             if block.mapped.is_some() {

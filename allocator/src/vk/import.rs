@@ -93,8 +93,8 @@ impl HostImport {
         // SAFETY: every submission that used the import was waited for (copies are
         // synchronous); nothing else holds the handles.
         unsafe {
-            self.device.raw.destroy_buffer(i.buffer, None);
-            self.device.raw.free_memory(i.memory, None);
+            self.device.raw().destroy_buffer(i.buffer, None);
+            self.device.raw().free_memory(i.memory, None);
         }
         self.device.stats.buffer_destroyed();
         self.device.stats.memory_freed(i.size);
@@ -193,7 +193,7 @@ impl HostImport {
         // SAFETY: `ptr` starts a live, aligned allocation of `size` bytes.
         unsafe {
             (imp.fns.fp().get_memory_host_pointer_properties_ext)(
-                s.raw.handle(),
+                s.raw().handle(),
                 handle,
                 ptr.cast(),
                 &mut props,
@@ -209,15 +209,15 @@ impl HostImport {
             )
             .push_next(&mut external);
         // SAFETY: valid create info; destroyed on every path below.
-        let buffer = unsafe { s.raw.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
+        let buffer = unsafe { s.raw().create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         s.stats.buffer_created();
         let destroy_buffer = || {
             // SAFETY: not bound, not used.
-            unsafe { s.raw.destroy_buffer(buffer, None) };
+            unsafe { s.raw().destroy_buffer(buffer, None) };
             s.stats.buffer_destroyed();
         };
         // SAFETY: the buffer was created from this device.
-        let req = unsafe { s.raw.get_buffer_memory_requirements(buffer) };
+        let req = unsafe { s.raw().get_buffer_memory_requirements(buffer) };
         let bits = props.memory_type_bits & req.memory_type_bits;
         let table = &s.memory;
         // Coherent memory only: imported memory is not mapped, so it cannot be flushed
@@ -249,7 +249,7 @@ impl HostImport {
             .push_next(&mut import);
         // SAFETY: imports a live host allocation; the import is freed before the
         // allocation (HostBytes runs its drop hooks first).
-        let memory = match unsafe { s.raw.allocate_memory(&alloc, None) } {
+        let memory = match unsafe { s.raw().allocate_memory(&alloc, None) } {
             Ok(m) => m,
             Err(e) => {
                 destroy_buffer();
@@ -264,7 +264,7 @@ impl HostImport {
             offset: 0,
         };
         // SAFETY: the memory type is allowed by the buffer's requirements; offset 0.
-        if let Err(e) = unsafe { s.raw.bind_buffer_memory(buffer, memory, 0) } {
+        if let Err(e) = unsafe { s.raw().bind_buffer_memory(buffer, memory, 0) } {
             self.free(import);
             return Err(e).vk("vkBindBufferMemory");
         }

@@ -8,19 +8,28 @@ use std::sync::Mutex;
 use ash::vk;
 
 use crate::error::{Error, Result, VkContext};
+use crate::vk::gate::{self, Guarded};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 /// Messages of the validation layer (and other debug-utils messages).
 type Messages = Mutex<Vec<String>>;
 
-/// Held while an instance or a device is created or destroyed. The loader keeps
-/// the devices of all instances in lists that it reads under its own lock and
-/// changes without it (Vulkan-Loader issue 2018), so contexts made and dropped on
-/// several threads at once must not create or destroy at the same time.
-pub(crate) fn lifecycle() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+/// Held while an instance or a device is created or destroyed: the layer gate,
+/// exclusive. The loader, too, keeps the devices of all instances in lists that
+/// it reads under its own lock and changes without it (Vulkan-Loader issue
+/// 2018), so contexts made and dropped on several threads at once must not
+/// create or destroy at the same time, layers or not.
+pub(crate) fn lifecycle() -> gate::Exclusive {
+    gate::exclusive()
+}
+
+/// Layers enabled by the environment for every instance (the loader's
+/// variables; the layer gate is then held around every call).
+fn layers_from_environment() -> bool {
+    ["VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
 static GIVEN_LOADER: std::sync::OnceLock<vk::PFN_vkGetInstanceProcAddr> =
@@ -153,9 +162,12 @@ unsafe extern "system" fn debug_callback(
 
 /// A Vulkan instance with its debug messenger; both destroyed on drop.
 pub(crate) struct Instance {
-    pub(crate) raw: ash::Instance,
+    table: ash::Instance,
     /// The validation layer is enabled.
     pub(crate) validation: bool,
+    /// Layers may be in its calls (vkcopy's or the environment's, or the
+    /// caller's instance): its uses hold the layer gate (`vk/gate.rs`).
+    pub(crate) layered: bool,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
     messages: Box<Messages>,
@@ -243,8 +255,9 @@ impl Instance {
             unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?
         };
         let mut instance = Instance {
-            raw,
+            table: raw,
             validation,
+            layered: validation || layers_from_environment(),
             debug: None,
             messages,
             owned: true,
@@ -252,7 +265,8 @@ impl Instance {
             plan: crate::vk::hooks::creating_plan(),
         };
         if debug_utils {
-            let du = ash::ext::debug_utils::Instance::new(entry, &instance.raw);
+            let _calls = gate::shared(instance.layered);
+            let du = ash::ext::debug_utils::Instance::new(entry, &instance.table);
             // SAFETY: the user data (the boxed messages) outlives the messenger: both
             // belong to `instance`, whose drop destroys the messenger first. On error
             // `instance` is dropped, which destroys the instance.
@@ -270,16 +284,24 @@ impl Instance {
     /// `raw` is a live instance made through the loader vkcopy uses.
     pub(crate) unsafe fn borrowed(raw: vk::Instance) -> Result<Self> {
         let entry = load_entry()?;
+        // Loading the functions asks the layers: as a creation.
+        let _order = lifecycle();
         Ok(Instance {
             // SAFETY: the caller's promise.
-            raw: unsafe { ash::Instance::load(entry.static_fn(), raw) },
+            table: unsafe { ash::Instance::load(entry.static_fn(), raw) },
             validation: false,
+            layered: true,
             debug: None,
             messages: Box::default(),
             owned: false,
             #[cfg(feature = "fault-injection")]
             plan: None,
         })
+    }
+
+    /// The instance's functions, the layer gate held while in use.
+    pub(crate) fn raw(&self) -> Guarded<'_, ash::Instance> {
+        Guarded::new(&self.table, self.layered)
     }
 
     /// Messages so far; with `clear`, also forgets them.
@@ -300,11 +322,12 @@ impl Drop for Instance {
         // the instance and is destroyed first); the messenger goes before it.
         unsafe {
             if let Some((du, m)) = self.debug.take() {
+                let _calls = gate::shared(self.layered);
                 du.destroy_debug_utils_messenger(m, None);
             }
             if self.owned {
                 let _order = lifecycle();
-                self.raw.destroy_instance(None);
+                self.table.destroy_instance(None);
             }
         }
         #[cfg(feature = "fault-injection")]

@@ -50,9 +50,9 @@ impl Allocator {
         // and inside the allocation.
         let result = unsafe {
             if flush {
-                device.raw.flush_mapped_memory_ranges(&[range])
+                device.raw().flush_mapped_memory_ranges(&[range])
             } else {
-                device.raw.invalidate_mapped_memory_ranges(&[range])
+                device.raw().invalidate_mapped_memory_ranges(&[range])
             }
         };
         result.map_err(|result| Error::Vulkan {

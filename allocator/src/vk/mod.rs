@@ -8,6 +8,7 @@ pub(crate) mod allocator;
 pub(crate) mod copy_kernel;
 pub(crate) mod descriptors;
 pub(crate) mod device;
+pub(crate) mod gate;
 pub(crate) mod heaps;
 #[cfg(feature = "fault-injection")]
 pub(crate) mod hooks;

@@ -176,7 +176,7 @@ impl CacheInner {
     /// # Safety
     /// No submission that uses them may be pending.
     pub(crate) unsafe fn clear(&mut self, shared: &DeviceShared) {
-        let (device, stats) = (&shared.raw, &shared.stats);
+        let (device, stats) = (&shared.raw(), &shared.stats);
         shared.retire();
         for (_, p) in self.pipelines.drain() {
             // SAFETY: the caller guarantees nothing pending uses them.

@@ -152,7 +152,7 @@ impl Submitter {
     /// Commands for the queue of `role`, for blocking work or an async copy's
     /// stream; timestamps when its family has them and runs compute work.
     pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole, blocking: bool) -> Result<Self> {
-        let device = &shared.raw;
+        let device = &shared.raw();
         let queue = shared.queue(role).clone();
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(queue.family)
@@ -324,7 +324,7 @@ impl Submitter {
             return Ok(());
         }
         let device = &self.device;
-        let raw = &device.raw;
+        let raw = &device.raw();
         let start = Instant::now();
         let (poll_until, spin_until) = (start + SPIN, start + SPIN.max(device.spin));
         loop {
@@ -529,7 +529,7 @@ impl Lanes<'_> {
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
         let shared = &self.submitter.device;
-        let device = &shared.raw;
+        let device = &shared.raw();
         let cmd = self.c.lanes[i].cmd;
         let flags = match once {
             true => vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT,
@@ -622,7 +622,7 @@ impl Lanes<'_> {
     /// Submits lane `i`'s recorded command buffer, signalling the next value.
     fn queue_submit(&mut self, i: usize) -> Result<()> {
         let shared = &self.submitter.device;
-        let device = &shared.raw;
+        let device = &shared.raw();
         let cmd = self.c.lanes[i].cmd;
         // Work of other queues that the host saw finish is visible to this one.
         let semaphore = self.submitter.semaphore;
@@ -685,7 +685,7 @@ impl Lanes<'_> {
             }
             return Ok(None);
         };
-        let device = &self.submitter.device.raw;
+        let device = &self.submitter.device.raw();
         let mut ticks = [0u64; 2];
         // SAFETY: both queries were written by submissions that were waited for.
         unsafe {
@@ -732,7 +732,7 @@ impl Drop for Submitter {
             // in use, so they are left to the device's teardown.
             return;
         }
-        let device = &self.device.raw;
+        let device = &self.device.raw();
         self.device.forget(self.semaphore);
         // SAFETY: every submission was waited for (or the device is lost), and
         // nothing records into the command buffers any more.

@@ -182,7 +182,7 @@ pub(crate) fn run(k: &mut Kernels, name: &str, g: &Grid, args: &Args) -> Result<
         .ok_or_else(|| fail(format!("no entry point {name} in the pipeline's kernels")))?;
     let device = k.device.clone();
     let ctx = &device.ctx;
-    let d = ctx.raw_device();
+    let d = &ctx.raw_device();
     let m = &mut k.modules[mi];
     let e = m.module.entries[n].clone();
     if e.uniform_buffers > 1 || (e.uniform_buffers == 1) != (args.scalar_count > 0) {

@@ -43,7 +43,7 @@ pub(crate) struct Kernels {
 
 impl Kernels {
     fn destroy(self) {
-        let d = self.device.ctx.raw_device();
+        let d = &self.device.ctx.raw_device();
         for m in self.modules {
             // SAFETY: every launch waited for its work, so none of these is in use;
             // each was made on this device and is destroyed once.
@@ -84,7 +84,7 @@ fn compile(device: &Arc<Device>, blob: &[u8]) -> Result<Kernels, Failure> {
         modules: Vec::with_capacity(modules.len()),
         holds: 0,
     };
-    let d = device.ctx.raw_device();
+    let d = &device.ctx.raw_device();
     for m in modules {
         let made = (|| -> Result<Compiled, vk::Result> {
             let info = vk::ShaderModuleCreateInfo::default().code(&m.spirv);

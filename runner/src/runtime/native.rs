@@ -30,7 +30,7 @@ fn failed(call: &str, r: vk::Result) -> NativeError {
 impl<'a> Native<'a> {
     /// A buffer of `size` bytes usable for copies and as a storage buffer.
     pub fn new(ctx: &'a Context, size: u64) -> Result<Self, NativeError> {
-        let device = ctx.raw_device();
+        let device = &ctx.raw_device();
         let info = vk::BufferCreateInfo::default()
             .size(size)
             .usage(
@@ -91,7 +91,7 @@ impl<'a> Native<'a> {
 
 impl Drop for Native<'_> {
     fn drop(&mut self) {
-        let device = self.ctx.raw_device();
+        let device = &self.ctx.raw_device();
         // SAFETY: the runtime's work is synchronous or waited for before the case's
         // state is dropped, and the buffers that wrapped this one are dropped
         // before it (they come first in the state); nothing uses it any more.
