@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" cargo doc --workspace --no-deps "$@"
 # The features of scripts/test.sh, so that its build is reused.
-cargo test -q -p vkcopy-suite --features vkcopy-suite/fault-injection --test docs
+cargo test -q -p vkcopy-suite --test docs

@@ -20,6 +20,7 @@ if [ "$what" = vkcopy-abi ]; then
   profile="${VKCOPY_ABI_PROFILE:-debug}"
   flags=()
   [ "$profile" = debug ] || flags=(--profile "$profile")
+  echo "building vkcopy-halide ($profile; about a minute after the workspace's first build, seconds when built) ..." >&2
   cargo build -q -p vkcopy-halide "${flags[@]}" >&2
   abi=(-Wl,--whole-archive "$PWD/target/$profile/libvkcopy_halide.a" -Wl,--no-whole-archive -lm)
   out="$root/vkcopy-abi/libhalide_runtime_vulkan.so"
@@ -68,8 +69,11 @@ if [ ! -f "$what" ]; then
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" >&2
   fi
-  "$venv/bin/python" -c 'import halide' >/dev/null 2>&1 \
-    || "$venv/bin/pip" install -q --disable-pip-version-check "halide==$what" >&2
+  if ! "$venv/bin/python" -c 'import halide' >/dev/null 2>&1; then
+    echo "fetching Halide $what's wheel from PyPI into $venv (about 570 MB with its dependencies, 1-3 minutes; once) ..." >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "halide==$what" >&2
+  fi
+  [ -f "$obj" ] || echo "compiling Halide $what's standalone runtime for $target (seconds) ..." >&2
   [ -f "$obj" ] || "$venv/bin/python" - "$obj" "$target" <<'PY'
 import sys
 import halide as hl

@@ -5,5 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
+if [ ! -x "${CARGO_TARGET_DIR:-target}/release/vkcopy-suite" ]; then
+    echo "building vkcopy-suite (release, first time: 3-4 minutes on 2 idle cores, up to 16 busy) ..." >&2
+fi
 cargo build --release -q -p vkcopy-suite
 exec "${CARGO_TARGET_DIR:-target}/release/vkcopy-suite" run "$@"

@@ -10,25 +10,26 @@
 # library of that ABI (halide-abi/, linked with 21.0.0's generic runtime); their
 # known failures are reports/expectations/runtime-halide-<name>.yaml. Then
 # real Halide pipelines run on both (scripts/halide-pipelines.sh). The
-# runtimes are still built first, since runner/tests/halide.rs uses them. The runner
-# is built with the runtime's fault hook, for its device_lost test.
+# runtimes are still built first, since runner/tests/halide.rs uses them. The
+# runs after `cargo test` use the suite binary it built (with the runtime's
+# fault hook, which the runner's tests enable), so nothing is built twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
 export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
-features=(--features vkcopy-suite/fault-injection)
+suite="${CARGO_TARGET_DIR:-target}/debug/vkcopy-suite"
 # Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
 halide_runtimes=()
 for version in 19.0.0 21.0.0 vkcopy-abi; do
     halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
 done
-cargo test --workspace "${features[@]}" "$@"
+cargo test --workspace "$@"
 if [ $# -eq 0 ]; then
     echo "perf cases without the validation layer, speed thresholds held:"
-    VKCOPY_VALIDATION=0 cargo run -q -p vkcopy-suite "${features[@]}" -- run --filter 'perf::*' --retries 2 --speed hold
+    VKCOPY_VALIDATION=0 "$suite" run --filter 'perf::*' --retries 2 --speed hold
     for runtime in "${halide_runtimes[@]}"; do
         echo "every case on Halide's Vulkan runtime $runtime:"
-        cargo run -q -p vkcopy-suite "${features[@]}" -- run --runtime "halide:$runtime"
+        "$suite" run --runtime "halide:$runtime"
     done
     echo "Halide pipelines compiled ahead of time, on Halide's runtime and on vkcopy's:"
     scripts/halide-pipelines.sh

@@ -24,6 +24,17 @@ pub fn read_text(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))
 }
 
+/// `path` as a report shows it: resolved (no `..`), and relative to the
+/// working directory when inside it.
+pub fn shown(path: &Path) -> String {
+    let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let here = std::env::current_dir().and_then(std::fs::canonicalize);
+    match here.as_ref().map(|h| full.strip_prefix(h)) {
+        Ok(Ok(rel)) => rel.display().to_string(),
+        _ => full.display().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +56,18 @@ mod tests {
             )
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn shown_paths_are_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("b.yaml"), "").unwrap();
+        let full = std::fs::canonicalize(dir.path()).unwrap().join("b.yaml");
+        assert_eq!(
+            shown(&dir.path().join("a/../b.yaml")),
+            full.display().to_string()
+        );
+        assert_eq!(shown(std::path::Path::new("Cargo.toml")), "Cargo.toml");
     }
 }

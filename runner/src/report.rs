@@ -114,6 +114,13 @@ pub struct Report {
     /// Whether the Khronos validation layer was on (`VKCOPY_VALIDATION=1`).
     #[serde(default)]
     pub validation: bool,
+    /// Which cases the run chose, as `Selection::describe` says it ("matches
+    /// 'basic::*' and is in shard 1/2"); empty when it chose every case.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub selection: String,
+    /// The expectation files the verdicts were read against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<String>,
     /// The machine's host name.
     #[serde(default)]
     pub host: String,

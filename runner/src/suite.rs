@@ -399,6 +399,12 @@ impl Suite {
             tool: ToolRecord::this(),
             memory: self.device.as_ref().ok().map(|d| d.memory.clone()),
             validation: self.options.validation,
+            selection: String::new(),
+            expectations: self
+                .expectations_files
+                .iter()
+                .map(|p| crate::files::shown(p))
+                .collect(),
             host: crate::stamp::host_name(),
             started: crate::stamp::utc_now(),
             seconds: 0.0,
@@ -429,6 +435,7 @@ impl Suite {
     ) -> Result<Report, String> {
         let clock = std::time::Instant::now();
         let mut report = self.report();
+        report.selection = filter.map(|f| format!("matches '{f}'")).unwrap_or_default();
         for entry in self.entries(filter)? {
             let record = self.run(&entry);
             each(&record);

@@ -638,6 +638,17 @@ fn a_run_writes_every_report_file_and_each_parses() {
         summary.contains("**3 passed, 0 failed, 0 skipped, 0 expected failures, 0 flaky**"),
         "{summary}"
     );
+    // What chose the cases is said, in the summary and in results.json.
+    assert_eq!(json["selection"], "matches 'perf::[rs]*'");
+    assert!(
+        summary.contains("Cases: matches 'perf::[rs]*'. Expectations: "),
+        "{summary}"
+    );
+    for f in json["expectations"].as_array().into_iter().flatten() {
+        let f = f.as_str().unwrap();
+        assert!(!f.contains(".."), "{f}");
+        assert!(summary.contains(&format!("`{f}`")), "{summary}");
+    }
     // A second run gets a folder of its own.
     assert!(run().status.success());
     let runs = std::fs::read_dir(folder.parent().unwrap()).unwrap().count();

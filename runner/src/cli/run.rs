@@ -203,6 +203,7 @@ pub fn run(args: Args) -> ExitCode {
     let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
     let clock = std::time::Instant::now();
     let mut report = suite.report();
+    report.selection = selection.describe();
     report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
     report.seconds = clock.elapsed().as_secs_f64();
     progress.finish();

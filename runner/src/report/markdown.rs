@@ -45,6 +45,21 @@ impl Report {
             self.started,
             self.host,
         );
+        out += &format!(
+            "Cases: {}. Expectations: {}.\n\n",
+            match self.selection.as_str() {
+                "" => "all",
+                s => s,
+            },
+            match self.expectations.as_slice() {
+                [] => "none".to_owned(),
+                files => files
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        );
         let not_passed: Vec<&CaseRecord> = self
             .cases
             .iter()
