@@ -928,7 +928,12 @@ fn expectations_written_from_a_run_then_rerun_failed() {
     let out = run(&[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("6 expected failures"), "{stdout}");
+    // The run ends on one line, the expected failures on it.
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(" passed, 0 failed, ") && last.contains(", 6 expected failures"),
+        "{stdout}"
+    );
     let report = latest_report(&dir.path().join("out")).join("results.json");
     let out = fleet_run(dir.path(), &["--rerun-failed"])
         .arg(&report)

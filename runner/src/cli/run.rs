@@ -240,11 +240,13 @@ pub fn run(args: Args) -> ExitCode {
     {
         out!("stopped early: {}", &c.outcome.message["not run: ".len()..]);
     }
+    // One closing line, the expected failures on it: a reader of a passing log
+    // sees that the failures above it were expected.
     let summary = report.summary();
-    if summary.expected_failures > 0 {
-        out!("{} expected failures", summary.expected_failures);
+    match summary.expected_failures {
+        0 => out!("{summary}"),
+        n => out!("{summary}, {n} expected failures (listed in the expectation files; their messages above are expected)"),
     }
-    out!("{summary}");
     if report
         .cases
         .iter()
