@@ -7,14 +7,27 @@
 # line: runs, failures, crashes (a worker's crash, timeout or lost device, or a
 # test binary killed by a signal), leaks and validation messages. Exit status 1
 # if any. Reports go to target/soak/<start>/.
+#
+# On a machine without Rust, VKCOPY_SOAK_BIN names a folder holding the three
+# programs built elsewhere: vkcopy-suite and the test binaries stress and
+# layer_race (cargo test --release -p vkcopy --test stress --no-run prints
+# where each is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes="${1:-30}"
-scripts/ensure-vulkan.sh
 export VKCOPY_VALIDATION=1 VKCOPY_SPEED=report
-echo "building the suite and the runtime's tests (seconds when built) ..." >&2
-cargo test -q --workspace --no-run 2>&1 | grep -v '^ *Executable' >&2 || true
-suite="${CARGO_TARGET_DIR:-target}/debug/vkcopy-suite"
+if [ -n "${VKCOPY_SOAK_BIN:-}" ]; then
+  suite="$VKCOPY_SOAK_BIN/vkcopy-suite"
+  stress_test=("$VKCOPY_SOAK_BIN/stress" -q)
+  race_test=("$VKCOPY_SOAK_BIN/layer_race" -q)
+else
+  scripts/ensure-vulkan.sh
+  echo "building the suite and the runtime's tests (seconds when built) ..." >&2
+  cargo test -q --workspace --no-run 2>&1 | grep -v '^ *Executable' >&2 || true
+  suite="${CARGO_TARGET_DIR:-target}/debug/vkcopy-suite"
+  stress_test=(cargo test -q -p vkcopy --test stress)
+  race_test=(cargo test -q -p vkcopy --test layer_race)
+fi
 out="target/soak/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 deadline=$(( $(date +%s) + minutes * 60 ))
@@ -41,9 +54,9 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   dir="$out/run-$runs"
   # The runtime's threads beside the cases.
   secs=$(( RANDOM % 20 + 10 ))
-  ( VKCOPY_STRESS_SECS=$secs cargo test -q -p vkcopy --test stress >"$dir.stress.log" 2>&1 ) &
+  ( VKCOPY_STRESS_SECS=$secs "${stress_test[@]}" >"$dir.stress.log" 2>&1 ) &
   stress=$!
-  ( LAYER_RACE_SECS=$secs cargo test -q -p vkcopy --test layer_race >"$dir.race.log" 2>&1 ) &
+  ( LAYER_RACE_SECS=$secs "${race_test[@]}" >"$dir.race.log" 2>&1 ) &
   race=$!
   set +e
   "$suite" run --shard "$k/$n" --jobs 2 --report-dir "$dir" >"$dir.log" 2>&1
