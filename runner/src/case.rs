@@ -34,6 +34,10 @@ pub struct CaseFile {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub tags: Vec<Spanned<String>>,
+    /// Run the case in every shard of a sharded run (`--shard K/N`) and in every
+    /// sample (`--fraction N`), so that each shard's report has it: a smoke case.
+    #[serde(default)]
+    pub every_shard: bool,
     /// The longest the case may run, in seconds, before the runner kills it as
     /// `timeout`; default `vkcopy-suite run --timeout` (120).
     #[serde(default)]

@@ -35,6 +35,7 @@ pub mod scaffold;
 pub mod schedule;
 pub mod schema;
 pub(crate) mod selection;
+pub mod shard;
 pub(crate) mod stamp;
 pub mod step_table;
 pub(crate) mod steps;

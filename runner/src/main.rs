@@ -45,6 +45,13 @@ enum Command {
     /// Merges reports (results.json files or folders of them: a fleet's GPUs,
     /// shards, policies) into one device x case table: merged.md and merged.json.
     Merge(reports::MergeArgs),
+    /// Each flaky case's pass and fail history across runs (results.json files or
+    /// folders of them), per device and policy, with its flake rate: Markdown,
+    /// and JSON with --json.
+    Flakes(reports::FlakesArgs),
+    /// Writes a run's JUnit XML again, with at most --limit failures and a
+    /// --link to each failure's logs.
+    Junit(reports::JunitArgs),
     /// Measures every copy path over a sweep of sizes and writes bench.json (the
     /// shape of bench/cuda_reference.py); --compare sets it beside CUDA's.
     Bench(vkcopy_suite::bench::Args),
@@ -73,6 +80,8 @@ fn main() -> ExitCode {
         Command::Plot(args) => reports::plot(&args),
         Command::Diff(args) => reports::diff(&args),
         Command::Merge(args) => reports::merge(&args),
+        Command::Flakes(args) => reports::flakes(&args),
+        Command::Junit(args) => reports::junit(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::List(args) => authoring::list(&args),
         Command::Check(args) => authoring::check(&args),

@@ -1,6 +1,7 @@
 //! Run reports: per run, a new folder `reports/out/<device>/<start time>/`
-//! with `results.json` (schema: `reports/results.schema.json`), `results.csv`,
-//! `failures.csv`, `junit.xml`, `summary.md` and the throughput chart.
+//! with `journal.jsonl` (the cases as they end), then `results.json` (schema:
+//! `reports/results.schema.json`), `results.csv`, `failures.csv`, `junit.xml`,
+//! `summary.md` and the throughput chart.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,8 @@ use crate::outcome::{Outcome, Verdict};
 
 pub(crate) mod csv;
 pub(crate) mod folder;
+pub mod journal;
+pub mod junit;
 pub(crate) mod markdown;
 pub(crate) mod meta;
 pub mod read;
@@ -86,6 +89,10 @@ pub struct CaseRecord {
 /// `schema_version` are version 1 (one `status` per case, verdicts included).
 pub const SCHEMA_VERSION: u32 = 2;
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 fn version_1() -> u32 {
     1
 }
@@ -127,9 +134,13 @@ pub struct Report {
     /// When the run started, UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     #[serde(default)]
     pub started: String,
-    /// How long the whole run took.
+    /// How long the whole run took (for a resumed run: this part, plus the
+    /// cases' own times of the part before).
     #[serde(default)]
     pub seconds: f64,
+    /// Cases carried over from the interrupted run that `run --resume` finished.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumed: usize,
     /// Every case run, in the order run.
     pub cases: Vec<CaseRecord>,
 }
@@ -191,56 +202,15 @@ impl Report {
         }
     }
 
-    /// JUnit XML, one test case per case, for CI viewers.
+    /// JUnit XML, one test case per case, for CI viewers ([`junit::xml`]).
     pub fn junit(&self) -> String {
-        use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
-        let mut suite = TestSuite::new(format!("vkcopy-suite on {}", self.device.name));
-        for c in &self.cases {
-            let status = match c.verdict {
-                Verdict::Pass | Verdict::Flake => TestCaseStatus::success(),
-                Verdict::Skip | Verdict::ExpectedFail => {
-                    let mut s = TestCaseStatus::skipped();
-                    s.set_message(c.outcome.message.clone());
-                    s
-                }
-                Verdict::Fail | Verdict::UnexpectedPass => {
-                    let kind = match c.outcome.status {
-                        crate::outcome::Status::Fail | crate::outcome::Status::Pass => {
-                            NonSuccessKind::Failure
-                        }
-                        _ => NonSuccessKind::Error,
-                    };
-                    let mut s = TestCaseStatus::non_success(kind);
-                    s.set_message(c.outcome.message.lines().next().unwrap_or("").to_owned());
-                    s.set_description(c.outcome.message.clone());
-                    s
-                }
-            };
-            let mut case = TestCase::new(c.name.clone(), status);
-            case.set_classname(c.name.rsplit_once("::").map_or("", |(a, _)| a).to_owned());
-            case.set_time(std::time::Duration::from_secs_f64(c.outcome.seconds));
-            suite.add_test_case(case);
-        }
-        let mut report = JReport::new("vkcopy-suite");
-        report.add_test_suite(suite);
-        report.to_string().unwrap_or_default()
+        junit::xml(self, &junit::Options::default())
     }
 
-    /// Writes every report file, and `more` (name, bytes: a chart), into a new
-    /// folder `dir/<device>/<start time>/` (then `-<policy or runtime>` when not
-    /// vkcopy's own; `-2`, `-3` ... when another run took that name); returns
-    /// the folder.
-    pub fn write(&self, dir: &Path, more: Vec<(&str, Vec<u8>)>) -> std::io::Result<PathBuf> {
-        let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        json.push('\n');
-        let mut files = vec![
-            ("results.json", json.into_bytes()),
-            ("results.csv", csv::results(self)),
-            ("failures.csv", csv::failures(self)),
-            ("junit.xml", self.junit().into_bytes()),
-            ("summary.md", self.markdown().into_bytes()),
-        ];
-        files.extend(more);
+    /// A new folder for this run's report, `dir/<device>/<start time>/` (then
+    /// `-<policy or runtime>` when not vkcopy's own; `-2`, `-3` ... when another
+    /// run took that name).
+    pub fn create_folder(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let name = folder::stamp_name(&self.started);
         let mut name = if name.is_empty() {
             "run".to_owned()
@@ -251,6 +221,22 @@ impl Report {
         if self.policy != crate::rt::Policy::default().to_string() {
             name = format!("{name}-{}", device_slug(&self.policy));
         }
-        folder::write_new(&dir.join(self.device_slug()), &name, &files)
+        folder::create_new(&dir.join(self.device_slug()), &name)
+    }
+
+    /// Writes every report file, and `more` (name, bytes: a chart), into the
+    /// run's folder `dir` ([`Report::create_folder`]), `results.json` last.
+    pub fn write_into(&self, dir: &Path, more: Vec<(&str, Vec<u8>)>) -> std::io::Result<()> {
+        let mut json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        json.push('\n');
+        let mut files = vec![
+            (folder::RESULTS, json.into_bytes()),
+            ("results.csv", csv::results(self)),
+            ("failures.csv", csv::failures(self)),
+            ("junit.xml", self.junit().into_bytes()),
+            ("summary.md", self.markdown().into_bytes()),
+        ];
+        files.extend(more);
+        folder::fill(dir, &files)
     }
 }

@@ -42,8 +42,15 @@ pub struct Stop {
     pub on_device_lost: bool,
 }
 
-/// Runs `entries`; `each(record, done, total)` is called on this thread as each
-/// case ends. Records come back in the order of `entries`.
+/// The tag of cases that run alone: speed cases, which other cases running
+/// beside them would slow (as nextest's test groups and Halide's performance
+/// lock keep them apart).
+pub const EXCLUSIVE_TAG: &str = "perf";
+
+/// Runs `entries`: first those without the [`EXCLUSIVE_TAG`] over `jobs`
+/// workers, then those with it one at a time, with nothing beside them.
+/// `each(record, done, total)` is called on this thread as each case ends.
+/// Records come back in the order of `entries`.
 pub fn run(
     suite: &Suite,
     entries: &[Entry],
@@ -51,20 +58,51 @@ pub fn run(
     mut each: impl FnMut(&CaseRecord, usize, usize),
 ) -> Vec<CaseRecord> {
     let total = entries.len();
-    let next = AtomicUsize::new(0);
+    let (alone, shared): (Vec<usize>, Vec<usize>) =
+        (0..total).partition(|&i| entries[i].tags.iter().any(|t| t == EXCLUSIVE_TAG));
     // Failing verdicts so far, and why the run stopped, once it has: kept by
     // the workers, so that none starts a case after the one that stopped it.
     let stopped: Mutex<(usize, Option<String>)> = Mutex::new((0, None));
     let mut records: Vec<Option<CaseRecord>> = vec![None; total];
+    let mut done = 0;
+    for (phase, jobs) in [(shared, schedule.jobs), (alone, 1)] {
+        run_phase(
+            suite,
+            entries,
+            &phase,
+            jobs,
+            schedule,
+            &stopped,
+            |i, record| {
+                done += 1;
+                each(&record, done, total);
+                records[i] = Some(record);
+            },
+        );
+    }
+    records.into_iter().flatten().collect()
+}
+
+/// Runs the entries of indices `phase` over `jobs` workers; `each(index,
+/// record)` is called on this thread as each case ends.
+fn run_phase(
+    suite: &Suite,
+    entries: &[Entry],
+    phase: &[usize],
+    jobs: usize,
+    schedule: &Schedule,
+    stopped: &Mutex<(usize, Option<String>)>,
+    mut each: impl FnMut(usize, CaseRecord),
+) {
+    let next = AtomicUsize::new(0);
     let (tx, rx) = channel();
     std::thread::scope(|scope| {
-        for _ in 0..schedule.jobs.clamp(1, total.max(1)) {
-            let (tx, next, stopped) = (tx.clone(), &next, &stopped);
+        for _ in 0..jobs.clamp(1, phase.len().max(1)) {
+            let (tx, next) = (tx.clone(), &next);
             scope.spawn(move || {
                 let mut worker = None;
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(entry) = entries.get(i) else { break };
+                while let Some(&i) = phase.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let entry = &entries[i];
                     let why = lock(stopped).1.clone();
                     let record = match why {
                         Some(why) => not_run(suite, entry, why),
@@ -81,12 +119,10 @@ pub fn run(
             });
         }
         drop(tx);
-        for (done, (i, record)) in rx.into_iter().enumerate() {
-            each(&record, done + 1, total);
-            records[i] = Some(record);
+        for (i, record) in rx {
+            each(i, record);
         }
     });
-    records.into_iter().flatten().collect()
 }
 
 impl Stop {

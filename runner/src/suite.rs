@@ -138,12 +138,27 @@ pub struct Selection {
     pub tags: Vec<String>,
     /// Only these names (a re-run of failures).
     pub names: Option<Vec<String>>,
-    /// `(k, n)`: the k-th of n shards (1-based): the cases whose index in the
-    /// selection is k-1 modulo n.
+    /// `(k, n)`: the k-th of n shards (1-based), by a hash of each case's name
+    /// ([`crate::shard`]), with the cases marked `every_shard` in every shard.
     pub shard: Option<(usize, usize)>,
+    /// One case in `n`, by another hash of the name (`--fraction`, a sample for
+    /// pre-merge runs), with the `every_shard` cases.
+    pub fraction: Option<usize>,
 }
 
 impl Selection {
+    /// Whether the shard and the sample take a case (`every_shard`: its file's
+    /// `every_shard:`).
+    pub fn samples(&self, name: &str, every_shard: bool) -> bool {
+        every_shard
+            || (self
+                .shard
+                .is_none_or(|(k, n)| crate::shard::in_shard(name, k, n))
+                && self
+                    .fraction
+                    .is_none_or(|n| crate::shard::in_fraction(name, n)))
+    }
+
     /// Whether a case of `name` and `tags` is selected (before sharding).
     pub fn admits(&self, name: &str, tags: &[String]) -> bool {
         self.filter.as_ref().is_none_or(|f| name_matches(f, name))
@@ -168,6 +183,9 @@ impl Selection {
         }
         if let Some((k, n)) = self.shard {
             parts.push(format!("is in shard {k}/{n}"));
+        }
+        if let Some(n) = self.fraction {
+            parts.push(format!("is in the sample of 1 in {n}"));
         }
         parts.join(" and ")
     }
@@ -209,6 +227,8 @@ pub struct Entry {
     pub path: PathBuf,
     /// The case's `tags:` (none when it does not load).
     pub tags: Vec<String>,
+    /// Whether every shard runs it (`every_shard:`).
+    pub every_shard: bool,
     /// Whether and how it runs.
     pub decision: Decision,
 }
@@ -273,9 +293,11 @@ impl Suite {
         self.select(&selection)
     }
 
-    /// The cases of `selection`, planned, in path order; an error when none is.
+    /// The cases of `selection`, planned, in path order; an error when no case
+    /// matches (a shard or a sample may hold none: a small suite split wide).
     pub fn select(&self, selection: &Selection) -> Result<Vec<Entry>, String> {
         let mut out = Vec::new();
+        let mut admitted = 0;
         for path in case_files(&self.root)? {
             let name = plan::case_name(&self.root, &path);
             // By name first: a case left out is not even loaded.
@@ -286,26 +308,23 @@ impl Suite {
             if !by_name.admits(&name, &[]) {
                 continue;
             }
-            let (decision, tags) = self.decide(&path);
+            let (decision, tags, every_shard) = self.decide(&path);
             if !selection.admits(&name, &tags) {
+                continue;
+            }
+            admitted += 1;
+            if !selection.samples(&name, every_shard) {
                 continue;
             }
             out.push(Entry {
                 name,
                 path,
                 tags,
+                every_shard,
                 decision,
             });
         }
-        if let Some((k, n)) = selection.shard {
-            out = out
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| i % n == k - 1)
-                .map(|(_, e)| e)
-                .collect();
-        }
-        if out.is_empty() {
+        if admitted == 0 {
             let what = selection.describe();
             let what = if what.is_empty() {
                 String::new()
@@ -317,13 +336,13 @@ impl Suite {
         Ok(out)
     }
 
-    fn decide(&self, path: &Path) -> (Decision, Vec<String>) {
+    fn decide(&self, path: &Path) -> (Decision, Vec<String>, bool) {
         let plan = match plan::load(&self.root, path) {
             Ok(p) => p,
-            Err(e) => return (Decision::Broken(e.to_string()), Vec::new()),
+            Err(e) => return (Decision::Broken(e.to_string()), Vec::new(), false),
         };
-        let tags = plan.tags.clone();
-        (self.decide_plan(plan), tags)
+        let (tags, every) = (plan.tags.clone(), plan.every_shard);
+        (self.decide_plan(plan), tags, every)
     }
 
     fn decide_plan(&self, plan: CasePlan) -> Decision {
@@ -408,6 +427,7 @@ impl Suite {
             host: crate::stamp::host_name(),
             started: crate::stamp::utc_now(),
             seconds: 0.0,
+            resumed: 0,
             device: self
                 .device
                 .as_ref()

@@ -568,6 +568,7 @@ fn a_run_writes_every_report_file_and_each_parses() {
         files,
         [
             "failures.csv",
+            "journal.jsonl",
             "junit.xml",
             "results.csv",
             "results.json",
@@ -589,6 +590,17 @@ fn a_run_writes_every_report_file_and_each_parses() {
         .map(|e| e.to_string())
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
+    // The journal has the header, then each case of results.json once.
+    let mut journaled = journal_names(dir.path());
+    journaled.sort();
+    let mut reported: Vec<String> = json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    reported.sort();
+    assert_eq!(journaled, reported);
     assert_eq!(json["schema_version"], 2);
     assert_eq!(json["tool"]["name"], "vkcopy-suite");
     assert!(json["started"].as_str().unwrap().ends_with('Z'));
@@ -958,13 +970,16 @@ fn expectations_written_from_a_run_then_rerun_failed() {
     assert!(stdout.contains("4 passed, 2 failed, 0 skipped"), "{stdout}");
 }
 
-/// The shards 1/3, 2/3 and 3/3 together run every case exactly once; tags select.
+/// The shards 1/3, 2/3 and 3/3 together run every case exactly once, but for
+/// the `every_shard` case (`passes`), which each of them runs; adding a case
+/// moves no other between shards; `--fraction` samples; tags select.
 #[test]
 fn shards_partition_the_suite_and_tags_select() {
     let dir = fleet_cases();
     let names = |args: &[&str]| {
         let out = fleet_run(dir.path(), args).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{stdout}");
         (
             fleet_results(dir.path()).into_keys().collect::<Vec<_>>(),
             stdout,
@@ -975,14 +990,47 @@ fn shards_partition_the_suite_and_tags_select() {
         return;
     }
     assert_eq!(all.len(), 9, "{stdout}");
+    let shards = |n: usize| -> Vec<Vec<String>> {
+        (1..=n)
+            .map(|k| names(&["--shard", &format!("{k}/{n}")]).0)
+            .collect()
+    };
+    let three = shards(3);
     let mut union = Vec::new();
-    for k in 1..=3 {
-        let (shard, stdout) = names(&["--shard", &format!("{k}/3")]);
-        assert!(!shard.is_empty() && shard.len() <= 3, "{stdout}");
-        union.extend(shard);
+    for shard in &three {
+        assert!(shard.iter().any(|c| c == "passes"), "{shard:?}");
+        union.extend(shard.iter().filter(|c| *c != "passes").cloned());
     }
+    union.push("passes".into());
     union.sort();
-    assert_eq!(union, all);
+    assert_eq!(union, all, "{three:?}");
+    // A new case lands in one shard and moves none of the others.
+    std::fs::write(
+        dir.path().join("cases/added_later.yaml"),
+        std::fs::read_to_string(dir.path().join("cases/skips.yaml")).unwrap(),
+    )
+    .unwrap();
+    let after = shards(3);
+    for (before, after) in three.iter().zip(&after) {
+        let kept: Vec<&String> = after.iter().filter(|c| *c != "added_later").collect();
+        assert_eq!(
+            kept,
+            before.iter().collect::<Vec<_>>(),
+            "{three:?} then {after:?}"
+        );
+    }
+    assert_eq!(
+        after
+            .iter()
+            .flatten()
+            .filter(|c| *c == "added_later")
+            .count(),
+        1
+    );
+    std::fs::remove_file(dir.path().join("cases/added_later.yaml")).unwrap();
+    // One in 1 is all; one in 1000 is the every_shard case alone.
+    assert_eq!(names(&["--fraction", "1"]).0, all);
+    assert_eq!(names(&["--fraction", "1000"]).0, ["passes"]);
     assert_eq!(names(&["--tags", "smoke"]).0, ["passes"]);
     assert_eq!(names(&["--tags", "fast,smoke"]).0, ["fails", "passes"]);
     let out = fleet_run(dir.path(), &["--shard", "4/3"]).output().unwrap();
@@ -1057,4 +1105,210 @@ fn devices_prints_one_yaml_document_per_device() {
         let table = vkcopy::MemoryTable::from_yaml_str(doc, "devices").unwrap();
         assert!(!table.types.is_empty(), "{doc}");
     }
+}
+
+/// The journal of the one run folder below `out`, its case names in the order
+/// they ended (line 1 is the header).
+fn journal_names(out: &Path) -> Vec<String> {
+    let Ok(dirs) = glob::glob(&format!("{}/*/*/journal.jsonl", out.display())) else {
+        return Vec::new();
+    };
+    let Some(Ok(file)) = dirs.into_iter().next() else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A run killed in the middle (its worker hung on `passes`, the runner and its
+/// workers killed) resumes with `run --resume DIR` to the report an
+/// uninterrupted run gives: the same cases, statuses, verdicts and attempts,
+/// the cases done before the kill not run again.
+#[test]
+fn a_killed_run_resumes_to_the_same_report() {
+    use std::os::unix::process::CommandExt;
+    if !hook_built("a_killed_run_resumes_to_the_same_report") {
+        return;
+    }
+    let dir = fleet_cases();
+    let out = fleet_run(dir.path(), &[]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if no_device(&stdout) {
+        return;
+    }
+    let whole = fleet_results(dir.path());
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let mut child = fleet_run(dir.path(), &["--timeout", "300"])
+        .env("VKCOPY_SUITE_TEST_HOOK", "hang:passes")
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let before: Vec<&String> = whole.keys().take_while(|n| *n != "passes").collect();
+    let clock = std::time::Instant::now();
+    while journal_names(&dir.path().join("out")).len() < before.len() {
+        assert!(
+            clock.elapsed() < std::time::Duration::from_secs(240),
+            "the journal never reached {before:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The runner is in `passes`, hung: kill it and its workers.
+    // SAFETY: kill(2) on the process group this test made; no memory is shared.
+    assert_eq!(
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) },
+        0
+    );
+    child.wait().unwrap();
+    let done = journal_names(&dir.path().join("out"));
+    assert_eq!(done.iter().collect::<Vec<_>>(), before);
+    let folder = only_report(&dir.path().join("out"));
+    assert!(!folder.join("results.json").exists());
+    let out = suite()
+        .arg("run")
+        .arg("--resume")
+        .arg(&folder)
+        .env_remove("VKCOPY_SUITE_TEST_HOOK")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("{} cases done, 2 to run", before.len())),
+        "{stdout}"
+    );
+    assert_eq!(fleet_results(dir.path()), whole, "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["resumed"], before.len());
+    // The journal has each case once: the resumed run ran only the rest.
+    let mut names = journal_names(&dir.path().join("out"));
+    names.sort();
+    assert_eq!(names, whole.keys().cloned().collect::<Vec<_>>());
+    // A finished run is not resumed again, and --resume takes no other option.
+    let again = suite()
+        .arg("run")
+        .arg("--resume")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("the run is complete"));
+    let mixed = suite()
+        .args(["run", "--jobs", "2", "--resume"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("--resume takes no other option"));
+}
+
+/// Cases tagged `perf` run alone, after the others, whatever `--jobs` says:
+/// in the journal, every other case ends before the first of them.
+#[test]
+fn perf_cases_run_alone_after_the_others() {
+    let dir = fleet_cases();
+    let passes = std::fs::read_to_string(dir.path().join("cases/passes.yaml")).unwrap();
+    // Named to come first in path order, so that only the perf group puts them last.
+    for name in ["a_perf_1", "a_perf_2"] {
+        let text = passes
+            .replace("tags: [fast, smoke]", "tags: [perf]")
+            .replace("every_shard: true\n", "");
+        std::fs::write(dir.path().join(format!("cases/{name}.yaml")), text).unwrap();
+    }
+    let out = fleet_run(dir.path(), &["--jobs", "3", "--filter", "*a*"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if no_device(&stdout) {
+        return;
+    }
+    let order = journal_names(&dir.path().join("out"));
+    assert!(order.len() > 4, "{order:?}\n{stdout}");
+    let tail: Vec<&str> = order[order.len() - 2..]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(tail, ["a_perf_1", "a_perf_2"], "{order:?}");
+}
+
+/// `flakes` reads runs' history: a case that flaked in one run and passed in
+/// another is flaky; one that always fails is not. `junit` writes a run again
+/// with the flake's failed attempt as `<flakyFailure>`, a failure limit and
+/// links.
+#[test]
+fn flakes_and_junit_read_a_history_of_runs() {
+    if !hook_built("flakes_and_junit_read_a_history_of_runs") {
+        return;
+    }
+    let dir = fleet_cases();
+    let first = fleet_run(dir.path(), &["--filter", "f*", "--retries", "1"])
+        .env("VKCOPY_SUITE_TEST_HOOK", "flake:flaky")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
+    if no_device(&stdout) {
+        return;
+    }
+    assert!(stdout.contains("1 flaky"), "{stdout}");
+    let run_1 = only_report(&dir.path().join("out"));
+    fleet_run(dir.path(), &["--filter", "f*"]).output().unwrap();
+    let json = dir.path().join("flakes.json");
+    let out = suite()
+        .arg("flakes")
+        .arg(dir.path().join("out"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{md}");
+    assert!(md.contains("2 runs read; 1 flaky cases."), "{md}");
+    let found: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["case"], "flaky");
+    assert_eq!(found[0]["history"], "fp");
+    assert_eq!(found[0]["rate"], 0.5);
+    let xml = dir.path().join("j.xml");
+    let out = suite()
+        .arg("junit")
+        .arg(&run_1)
+        .args([
+            "--limit",
+            "0",
+            "--link",
+            "https://lab/{device}/{name}",
+            "--out",
+        ])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(text.matches("<flakyFailure").count(), 1, "{text}");
+    // `fails` is over the limit of 0: counted, not written.
+    assert!(!text.contains("<testcase name=\"fails\""), "{text}");
+    assert!(
+        text.contains("1 more failing cases, over the limit of 0"),
+        "{text}"
+    );
+    let out = suite()
+        .arg("junit")
+        .arg(dir.path())
+        .args(["--out"])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("results.json"));
 }

@@ -109,7 +109,8 @@ fn missing_invalidate_is_caught() {
     assert_catches("regressions::noncoherent_readback", bug);
 }
 
-/// Runs every case under `policy`; returns the names of those that failed.
+/// Runs every case but the perf cases under `policy`; returns the names of
+/// those that failed.
 fn failing_under(policy: Policy) -> Option<Vec<String>> {
     let options = ContextOptions {
         policy,
@@ -119,6 +120,11 @@ fn failing_under(policy: Policy) -> Option<Vec<String>> {
     let mut failed = Vec::new();
     for path in case_files(&root).unwrap() {
         let plan = plan::load(&root, &path).unwrap_or_else(|e| panic!("{e}"));
+        // Speed is not placement: a perf case's threshold moves with the load
+        // of the machine (held only in scripts/test.sh's perf run).
+        if plan.tags.iter().any(|t| t == "perf") {
+            continue;
+        }
         if exec::run(&plan, &options, &vkcopy_suite::runtime::Choice::Vkcopy).status == Status::Fail
         {
             failed.push(plan.name);

@@ -1,5 +1,6 @@
-//! `plot`, `diff` and `merge`: commands over finished reports, each read
-//! through the one `results.json` reader, `vkcopy_suite::report::read`.
+//! `plot`, `diff`, `merge`, `flakes` and `junit`: commands over finished
+//! reports, read through the one `results.json` reader,
+//! `vkcopy_suite::report::read` (`junit` needs this version's `Report`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -120,5 +121,87 @@ pub fn merge(args: &MergeArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("{}: {e}", out.display())),
+    }
+}
+
+/// `vkcopy-suite flakes`' options.
+#[derive(clap::Args)]
+pub struct FlakesArgs {
+    /// results.json files, or folders of them (every run below is read).
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Also write the flaky cases as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Prints each flaky case's history across the runs as Markdown.
+pub fn flakes(args: &FlakesArgs) -> ExitCode {
+    let mut runs = Vec::new();
+    for p in &args.reports {
+        let files = match read::report_files(p) {
+            Ok(f) => f,
+            Err(e) => return fail(e),
+        };
+        for f in files {
+            match read::load_file(&f) {
+                Ok(r) => runs.push(r),
+                Err(e) => return fail(e),
+            }
+        }
+    }
+    let found = vkcopy_suite::compare::flakes::flakes(&runs);
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&found).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, json + "\n") {
+            return fail(format!("{}: {e}", path.display()));
+        }
+    }
+    print(&vkcopy_suite::compare::flakes::markdown(&found, runs.len()));
+    ExitCode::SUCCESS
+}
+
+/// `vkcopy-suite junit`'s options.
+#[derive(clap::Args)]
+pub struct JunitArgs {
+    /// A results.json written by this version, or a run folder holding one.
+    report: PathBuf,
+    /// At most N failing cases; the rest are counted in one more test case.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// A link added to each failure; {name} is the case, {device} the device's
+    /// folder name, e.g. https://lab.example/logs/{device}/{name}.txt.
+    #[arg(long, value_name = "TEMPLATE")]
+    link: Option<String>,
+    /// Where to write the XML.
+    #[arg(long, short)]
+    out: PathBuf,
+}
+
+/// Writes a run's JUnit XML with a failure limit and links.
+pub fn junit(args: &JunitArgs) -> ExitCode {
+    let path = if args.report.is_dir() {
+        args.report.join("results.json")
+    } else {
+        args.report.clone()
+    };
+    let report: vkcopy_suite::report::Report = match std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{}: {e}", path.display())),
+    };
+    let options = vkcopy_suite::report::junit::Options {
+        limit: args.limit,
+        link: args.link.clone(),
+    };
+    let xml = vkcopy_suite::report::junit::xml(&report, &options);
+    match std::fs::write(&args.out, xml) {
+        Ok(()) => {
+            out!("wrote {}", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("{}: {e}", args.out.display())),
     }
 }

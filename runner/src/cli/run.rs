@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use vkcopy_suite::discover::check_pattern;
-use vkcopy_suite::report::{read, Report};
+use vkcopy_suite::report::{journal, read, CaseRecord, Report};
 use vkcopy_suite::rt::Policy;
 use vkcopy_suite::runtime::Choice;
 use vkcopy_suite::schedule::{self, Schedule};
@@ -24,9 +24,14 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     tags: Vec<String>,
     /// Only the K-th of N shards (1-based), e.g. 2/3: the union of 1/N..N/N is the
-    /// whole selection, each case in exactly one.
+    /// whole selection, each case in exactly one, by a hash of its name (adding
+    /// a case moves no other); cases with `every_shard: true` are in every shard.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
+    /// Only a sample of one case in N, by a hash of its name (a pre-merge run),
+    /// and the `every_shard` cases.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    fraction: Option<u32>,
     /// Only the cases that failed (expected or not) or were flaky in this results.json.
     #[arg(long, value_name = "REPORT")]
     rerun_failed: Option<PathBuf>,
@@ -90,6 +95,70 @@ pub struct Args {
     /// Run the cases in this process: no crash isolation, no time limit (for a debugger).
     #[arg(long)]
     in_process: bool,
+    /// Finish the interrupted run whose report folder is DIR (a GPU hang, a
+    /// kill, a reboot): run the cases its journal.jsonl lacks, with the options
+    /// that run was given, and write the report there. Takes no other option.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+}
+
+/// `run`'s options alone, to read them back from a journal.
+#[derive(clap::Parser)]
+#[command(name = "vkcopy-suite run")]
+struct Again {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// An interrupted run to finish: its folder, journal header and cases done.
+struct Resume {
+    dir: PathBuf,
+    header: journal::Header,
+    done: Vec<CaseRecord>,
+}
+
+/// The options and the cases done of the interrupted run in `dir`; moves into
+/// the folder that run was started from.
+fn resume(dir: &std::path::Path) -> Result<(Args, Resume), String> {
+    let shown = dir.display();
+    // Options come from the environment too, so clap's `exclusive` would refuse
+    // VKCOPY_SPEED; only the command line is checked.
+    let mut given = std::env::args().skip_while(|a| a != "run").skip(1);
+    let mut others = Vec::new();
+    while let Some(a) = given.next() {
+        match a.as_str() {
+            "--resume" => {
+                given.next();
+            }
+            a if a.starts_with("--resume=") => {}
+            _ => others.push(a),
+        }
+    }
+    if !others.is_empty() {
+        return Err(format!(
+            "--resume takes no other option (the run's own are in its journal); given: {}",
+            others.join(" ")
+        ));
+    }
+    if dir.join("results.json").exists() {
+        return Err(format!(
+            "--resume {shown}: the run is complete (results.json is there); nothing to resume"
+        ));
+    }
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("--resume {shown}: {e}"))?;
+    let (header, done) = journal::read(&dir).map_err(|e| format!("--resume {e}"))?;
+    std::env::set_current_dir(&header.cwd).map_err(|e| {
+        format!(
+            "--resume {shown}: cannot go back to {}, where the run was started: {e}",
+            header.cwd.display()
+        )
+    })?;
+    let argv = std::iter::once("run".to_owned()).chain(header.argv.iter().cloned());
+    let again = <Again as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| format!("--resume {shown}: the run's options no longer parse: {e}"))?;
+    Ok((again.args, Resume { dir, header, done }))
 }
 
 /// The environment variables of a run, for `run --help`.
@@ -137,6 +206,17 @@ fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
 /// Runs the selection: checks the options, opens the suite, runs the cases,
 /// writes the report (and the expectations when asked), prints the summary.
 pub fn run(args: Args) -> ExitCode {
+    match &args.resume {
+        Some(dir) => match resume(dir) {
+            Ok((args, from)) => run_from(args, Some(from)),
+            Err(e) => fail(e),
+        },
+        None => run_from(args, None),
+    }
+}
+
+/// [`run`], going on from the cases an interrupted run finished, if any.
+fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
     if let Some(f) = &args.filter {
         if let Err(e) = check_pattern(f) {
             return fail(format!("--filter {e}"));
@@ -170,6 +250,7 @@ pub fn run(args: Args) -> ExitCode {
         tags: args.tags.clone(),
         names,
         shard,
+        fraction: args.fraction.map(|n| n as usize),
     };
     let entries = match suite.select(&selection) {
         Ok(e) => e,
@@ -200,28 +281,75 @@ pub fn run(args: Args) -> ExitCode {
             on_device_lost: args.stop_on_device_lost,
         },
     };
-    let mut progress = vkcopy_suite::progress::Progress::new(entries.len());
-    let clock = std::time::Instant::now();
     let mut report = suite.report();
     report.selection = selection.describe();
-    report.cases = schedule::run(&suite, &entries, &plan, |c, _, _| progress.case(c));
-    report.seconds = clock.elapsed().as_secs_f64();
+    let (dir, mut journal, done) = match open_journal(&args, &report, from) {
+        Ok(j) => j,
+        Err(e) => return fail(e),
+    };
+    if let Some(h) = &done {
+        report.started = h.0.started.clone();
+        out!(
+            "resuming {}: {} cases done, {} to run",
+            dir.display(),
+            h.1.len(),
+            entries
+                .iter()
+                .filter(|e| !h.1.iter().any(|d| d.name == e.name))
+                .count()
+        );
+    }
+    let carried: Vec<CaseRecord> = done.map(|d| d.1).unwrap_or_default();
+    let todo: Vec<_> = entries
+        .iter()
+        .filter(|e| !carried.iter().any(|d| d.name == e.name))
+        .cloned()
+        .collect();
+    let mut progress = vkcopy_suite::progress::Progress::new(todo.len());
+    let clock = std::time::Instant::now();
+    let mut unwritten = None;
+    let ran = schedule::run(&suite, &todo, &plan, |c, _, _| {
+        progress.case(c);
+        if let Err(e) = journal.append(c) {
+            unwritten.get_or_insert(e);
+        }
+    });
     progress.finish();
+    if let Some(e) = unwritten {
+        eprintln!("warning: cannot write {}: {e}", journal.path().display());
+    }
+    report.resumed = carried.len();
+    report.seconds =
+        clock.elapsed().as_secs_f64() + carried.iter().map(|c| c.outcome.seconds).sum::<f64>();
+    // In the selection's order, whichever part of the run ran each case.
+    let (mut carried, mut ran) = (carried, ran);
+    report.cases = entries
+        .iter()
+        .filter_map(|e| {
+            let take = |from: &mut Vec<CaseRecord>| {
+                let i = from.iter().position(|c| c.name == e.name)?;
+                Some(from.swap_remove(i))
+            };
+            take(&mut carried).or_else(|| take(&mut ran))
+        })
+        .collect();
     let chart = match vkcopy_suite::plot::report_chart(&report) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    match report.write(&args.report_dir, chart.into_iter().collect()) {
-        Ok(dir) => out!("report: {}", dir.display()),
+    match report.write_into(&dir, chart.into_iter().collect()) {
+        Ok(()) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
-            "warning: cannot write the report to {}: {e}",
-            args.report_dir.display()
+            "warning: cannot write the report to {}: {e}; its cases are in {}",
+            dir.display(),
+            journal.path().display()
         ),
     }
     let whole = selection.filter.is_none()
         && selection.tags.is_empty()
         && selection.names.is_none()
-        && selection.shard.is_none();
+        && selection.shard.is_none()
+        && selection.fraction.is_none();
     if whole {
         for stale in suite.stale_expectations(&report) {
             eprintln!("warning: the expectations entry '{stale}' matches no case");
@@ -256,6 +384,54 @@ pub fn run(args: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The run's report folder and journal: new ones, or those of the interrupted
+/// run `from`, with its header and the cases it finished.
+#[allow(clippy::type_complexity)]
+fn open_journal(
+    args: &Args,
+    report: &Report,
+    from: Option<Resume>,
+) -> Result<
+    (
+        PathBuf,
+        journal::Journal,
+        Option<(journal::Header, Vec<CaseRecord>)>,
+    ),
+    String,
+> {
+    if let Some(r) = from {
+        if r.header.device != report.device.name {
+            return Err(format!(
+                "--resume {}: the run was on {}, this device is {}",
+                r.dir.display(),
+                r.header.device,
+                report.device.name
+            ));
+        }
+        let j = journal::Journal::reopen(&r.dir)
+            .map_err(|e| format!("--resume {}: {e}", r.dir.display()))?;
+        return Ok((r.dir, j, Some((r.header, r.done))));
+    }
+    let dir = report.create_folder(&args.report_dir).map_err(|e| {
+        format!(
+            "cannot create the report folder in {}: {e}",
+            args.report_dir.display()
+        )
+    })?;
+    let header = journal::Header {
+        argv: std::env::args()
+            .skip_while(|a| a != "run")
+            .skip(1)
+            .collect(),
+        cwd: std::env::current_dir().unwrap_or_default(),
+        started: report.started.clone(),
+        device: report.device.name.clone(),
+    };
+    let j = journal::Journal::create(&dir, &header)
+        .map_err(|e| format!("cannot start the journal in {}: {e}", dir.display()))?;
+    Ok((dir, j, None))
 }
 
 /// The suite of the cases folder `root` under the run's options, with what it

@@ -78,6 +78,8 @@ pub struct CasePlan {
     pub requires: Vec<DeviceReq>,
     /// The case's `tags:`.
     pub tags: Vec<String>,
+    /// Whether every shard runs the case (`every_shard:`).
+    pub every_shard: bool,
     /// The case's own time limit (`timeout:`), if it sets one.
     pub timeout: Option<std::time::Duration>,
     /// What the case does.
@@ -335,6 +337,7 @@ fn parse_one(
         mirrors: file.mirrors,
         requires,
         tags,
+        every_shard: file.every_shard,
         timeout,
         kind,
     }))
