@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::discover::{case_files, cases_root, misnamed_files};
 use crate::expectations::Expectations;
+use crate::layers::Layer;
 use crate::plan;
 use crate::rt::MemoryTable;
 
@@ -71,6 +72,29 @@ fn parent_named(path: &Path, name: &str) -> bool {
         .is_some_and(|n| n == name)
 }
 
+/// Whether `path` is in `expectations/` or in one of its layer folders.
+fn in_expectations(path: &Path) -> bool {
+    parent_named(path, "expectations")
+        || (Layer::FOLDERS.iter().any(|f| parent_named(path, f))
+            && path
+                .parent()
+                .is_some_and(|p| parent_named(p, "expectations")))
+}
+
+/// A file directly in `expectations/` that no run reads: not `all.yaml`, a
+/// policy's or a runtime's (a device's list belongs in a layer folder).
+fn unread_expectations(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let read = name == "all.yaml" || name.starts_with("policy-") || name.starts_with("runtime-");
+    (!read && parent_named(path, "expectations")).then(|| {
+        format!(
+            "{}: no run reads this file by itself: a device's expectations go in \
+             device/, model/ or driver/ (reports/README.md, expectations), or name it with --expectations",
+            path.display()
+        )
+    })
+}
+
 fn yaml_files(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
@@ -91,7 +115,7 @@ fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String>
     if path.exists() && !path.is_dir() {
         let kind = if parent_named(path, "devices") {
             Kind::Table
-        } else if parent_named(path, "expectations") {
+        } else if in_expectations(path) {
             Kind::Expectations
         } else {
             Kind::Case
@@ -111,9 +135,11 @@ fn files(path: &Path, out: &mut BTreeSet<(Kind, PathBuf)>) -> Result<(), String>
     out.extend(yaml_files(&devices).into_iter().map(|p| (Kind::Table, p)));
     if devices.is_dir() {
         let expectations = crate::suite::expectations_dir(path);
+        let layers = Layer::FOLDERS.iter().map(|f| expectations.join(f));
         out.extend(
-            yaml_files(&expectations)
-                .into_iter()
+            std::iter::once(expectations.clone())
+                .chain(layers)
+                .flat_map(|d| yaml_files(&d))
                 .map(|p| (Kind::Expectations, p)),
         );
     }
@@ -179,7 +205,10 @@ pub fn check(paths: &[PathBuf]) -> Checked {
             }
             Kind::Expectations => {
                 checked.expectations += 1;
-                Expectations::load(path).map(drop)
+                match unread_expectations(path) {
+                    Some(e) => Err(e),
+                    None => Expectations::load(path).map(drop),
+                }
             }
         };
         if let Err(e) = result {

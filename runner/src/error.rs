@@ -37,10 +37,7 @@ impl CaseError {
             .strip_prefix(&format!("line {line} column {column}: "))
             .map(str::to_owned)
             .unwrap_or(message);
-        let blank = src
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
-        let message = if blank {
+        let message = if crate::files::blank(src) {
             "the file is empty; a case has at least `about` and `steps`".to_owned()
         } else {
             plain_words(e, message)

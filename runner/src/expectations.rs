@@ -27,10 +27,11 @@ use crate::rt::DeviceType;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
+    // Options, so that a key with nothing under it reads as an empty list.
     #[serde(default)]
-    expected_failures: Vec<Entry>,
+    expected_failures: Option<Vec<Entry>>,
     #[serde(default)]
-    known_flakes: Vec<Entry>,
+    known_flakes: Option<Vec<Entry>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -47,6 +48,9 @@ struct Entry {
     /// `resource_error`); any failing status when left out.
     #[serde(default)]
     status: Vec<Status>,
+    /// The file the entry was read from.
+    #[serde(skip)]
+    from: String,
 }
 
 impl Entry {
@@ -71,18 +75,22 @@ pub struct Judgement {
     pub reason: Option<String>,
     /// What to add to the case's message (why this verdict), empty when nothing.
     pub note: String,
+    /// The file of the matching entry: with layered files, the layer that won.
+    pub from: Option<String>,
 }
 
 impl Expectations {
     /// Reads a file; errors name the file, line and column.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let file: File = serde_saphyr::from_str(&src).map_err(|e| {
-            let (l, c) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            let first = e.to_string().lines().next().unwrap_or("").to_owned();
-            format!("{}:{l}:{c}: {first}", path.display())
-        })?;
-        let all = || file.expected_failures.iter().chain(&file.known_flakes);
+        let src = crate::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if crate::files::blank(&src) {
+            return Ok(Expectations::default());
+        }
+        let file: File = serde_saphyr::from_str(&src)
+            .map_err(|e| crate::error::CaseError::from_yaml(path, &src, &e).to_string())?;
+        let mut entries = file.expected_failures.unwrap_or_default();
+        let mut flakes = file.known_flakes.unwrap_or_default();
+        let all = || entries.iter().chain(&flakes);
         if let Some(e) = all().find(|e| e.reason.trim().is_empty()) {
             return Err(format!("{}: {} has no reason", path.display(), e.case));
         }
@@ -106,10 +114,11 @@ impl Expectations {
                 ));
             }
         }
-        Ok(Expectations {
-            entries: file.expected_failures,
-            flakes: file.known_flakes,
-        })
+        let from = crate::files::shown(path);
+        for e in entries.iter_mut().chain(&mut flakes) {
+            e.from.clone_from(&from);
+        }
+        Ok(Expectations { entries, flakes })
     }
 
     /// The entries of both lists; those of `other` after these.
@@ -143,10 +152,11 @@ impl Expectations {
 
     /// Why `name` is a known flake, if it is.
     pub fn flake_reason(&self, name: &str) -> Option<&str> {
-        self.flakes
-            .iter()
-            .find(|e| e.matches(name))
-            .map(|e| e.reason.as_str())
+        self.flake(name).map(|e| e.reason.as_str())
+    }
+
+    fn flake(&self, name: &str) -> Option<&Entry> {
+        self.flakes.iter().find(|e| e.matches(name))
     }
 
     /// Entries that match none of `names`: stale, or misspelt.
@@ -163,33 +173,36 @@ impl Expectations {
     /// passes on a re-run is a flake; a failure listed with its status is an
     /// expected failure; a failure of a known flake is a flake.
     pub fn judge(&self, name: &str, attempts: &[Status]) -> Judgement {
-        let judged = |verdict, reason: Option<&str>, note: String| Judgement {
+        let judged = |verdict, by: Option<&Entry>, note: String| Judgement {
             verdict,
-            reason: reason.map(str::to_owned),
+            reason: by.map(|e| e.reason.clone()),
             note,
+            from: by.map(|e| e.from.clone()),
         };
         let first = attempts.first().copied().unwrap_or(Status::Skip);
         let entry = self.entries.iter().find(|e| e.matches(name));
-        let listed = entry.map(|e| e.reason.as_str());
         match first {
             Status::Skip => judged(Verdict::Skip, None, String::new()),
-            Status::Pass => match listed {
-                Some(r) => judged(
+            Status::Pass => match entry {
+                Some(e) => judged(
                     Verdict::UnexpectedPass,
-                    listed,
-                    format!("listed as an expected failure ({r}) but passed: remove it from the expectations"),
+                    entry,
+                    format!(
+                        "listed as an expected failure ({}) but passed: remove it from {}",
+                        e.reason, e.from
+                    ),
                 ),
                 None => judged(Verdict::Pass, None, String::new()),
             },
             failed => {
                 if let Some(n) = attempts.iter().position(|s| *s == Status::Pass) {
                     let note = format!("flake: {failed}, then passed on attempt {}", n + 1);
-                    return judged(Verdict::Flake, self.flake_reason(name), note);
+                    return judged(Verdict::Flake, self.flake(name), note);
                 }
                 if let Some(e) = entry {
                     if e.status.is_empty() || e.status.contains(&failed) {
                         let note = format!("expected failure ({})", e.reason);
-                        return judged(Verdict::ExpectedFail, listed, note);
+                        return judged(Verdict::ExpectedFail, entry, note);
                     }
                     let want: Vec<&str> = e.status.iter().map(|s| s.name()).collect();
                     let note = format!(
@@ -197,10 +210,11 @@ impl Expectations {
                         want.join(" or "),
                         e.reason
                     );
-                    return judged(Verdict::Fail, listed, note);
+                    return judged(Verdict::Fail, entry, note);
                 }
-                if let Some(r) = self.flake_reason(name) {
-                    return judged(Verdict::Flake, Some(r), format!("known flake ({r})"));
+                if let Some(e) = self.flake(name) {
+                    let note = format!("known flake ({})", e.reason);
+                    return judged(Verdict::Flake, Some(e), note);
                 }
                 judged(Verdict::Fail, None, String::new())
             }
@@ -212,18 +226,24 @@ impl Expectations {
 /// with `report`: an entry whose cases all passed is removed, a failure that no
 /// entry covers is added with its status (reason: the status and message), a
 /// flake no known flake covers is added to `known_flakes`. Entries for cases
-/// the run did not have are kept; so are the comment lines at the top.
-pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
+/// the run did not have are kept; so are the comment lines at the top. A case
+/// another file (`expected_by`, another layer) expects is left to that file:
+/// `path` is this file.
+pub fn updated(old: Option<&str>, report: &Report, path: &Path) -> Result<String, String> {
+    let path = crate::files::shown(path);
     let file: File = match old {
-        Some(src) => serde_saphyr::from_str(src).map_err(|e| e.to_string())?,
-        None => File {
-            expected_failures: Vec::new(),
-            known_flakes: Vec::new(),
+        Some(src) if !crate::files::blank(src) => {
+            serde_saphyr::from_str(src).map_err(|e| e.to_string())?
+        }
+        _ => File {
+            expected_failures: None,
+            known_flakes: None,
         },
     };
     let failing = |c: &CaseRecord| matches!(c.verdict, Verdict::Fail | Verdict::ExpectedFail);
     let mut expected: Vec<Entry> = file
         .expected_failures
+        .unwrap_or_default()
         .into_iter()
         .filter(|e| {
             let mut cases = report.cases.iter().filter(|c| e.matches(&c.name));
@@ -231,8 +251,9 @@ pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
             ran.is_empty() || ran.iter().any(|c| failing(c))
         })
         .collect();
-    let mut flakes = file.known_flakes;
-    for c in &report.cases {
+    let mut flakes = file.known_flakes.unwrap_or_default();
+    let elsewhere = |c: &CaseRecord| c.expected_by.as_deref().is_some_and(|f| *f != path);
+    for c in report.cases.iter().filter(|c| !elsewhere(c)) {
         let first: String = c
             .outcome
             .message
@@ -249,6 +270,7 @@ pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
                 reason: format!("{} on {}: {first}", c.outcome.status, report.device.name),
                 device_types: Vec::new(),
                 status: vec![c.outcome.status],
+                from: String::new(),
             });
         }
         if c.verdict == Verdict::Flake && !flakes.iter().any(|e| e.matches(&c.name)) {
@@ -260,6 +282,7 @@ pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
                 ),
                 device_types: Vec::new(),
                 status: Vec::new(),
+                from: String::new(),
             });
         }
     }
@@ -302,4 +325,39 @@ pub fn updated(old: Option<&str>, report: &Report) -> Result<String, String> {
 /// A YAML double-quoted string (JSON's escapes are YAML's).
 fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Expectations, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("all.yaml");
+        std::fs::write(&path, text).unwrap();
+        Expectations::load(&path).map_err(|e| e.replace(&path.display().to_string(), "F"))
+    }
+
+    #[test]
+    fn empty_files_and_keys_hold_no_entries() {
+        for text in [
+            "",
+            "# only a comment\n",
+            "expected_failures:\nknown_flakes:\n",
+        ] {
+            let e = load(text).unwrap();
+            assert_eq!((e.entries.len(), e.flakes.len()), (0, 0), "{text:?}");
+        }
+        let e = load("expected_failures:\n  - { case: \"a::*\", reason: \"r\" }\n").unwrap();
+        assert_eq!(e.reason("a::b"), Some("r"));
+    }
+
+    #[test]
+    fn errors_are_located_once() {
+        let e = load("expected_failures: 3\n").err().unwrap();
+        assert!(e.starts_with("F:1:"), "{e}");
+        assert!(!e.contains("error:") && !e.contains("line 1 column"), "{e}");
+        let e = load("expected_failures:\n  - { case: a }\n").err().unwrap();
+        assert!(e.starts_with("F:2:") && e.contains("reason"), "{e}");
+    }
 }

@@ -35,6 +35,12 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
+/// Whether a YAML text has nothing but blank lines and comments.
+pub fn blank(src: &str) -> bool {
+    src.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

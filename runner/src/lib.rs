@@ -21,6 +21,7 @@ pub mod explain;
 pub(crate) mod files;
 pub mod halide;
 pub mod hook;
+pub mod layers;
 pub(crate) mod names;
 pub mod outcome;
 pub mod plan;

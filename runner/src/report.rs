@@ -77,6 +77,9 @@ pub struct CaseRecord {
     /// The expectation entry's reason, when the case is listed (known failure or flake).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectation: Option<String>,
+    /// The expectations file that entry is in: of layered files, the layer that won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_by: Option<String>,
     /// The case's `tags:`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,

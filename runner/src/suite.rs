@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use crate::discover::{case_files, name_matches};
 use crate::exec;
 use crate::expectations::Expectations;
+use crate::layers::DeviceKeys;
 use crate::outcome::{Outcome, Status};
 use crate::plan::{self, CasePlan};
 use crate::report::meta::driver_version_name;
-use crate::report::{device_slug, CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
+use crate::report::{CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
 use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
 use crate::runtime::Choice;
 use crate::steps::compute;
@@ -24,6 +25,8 @@ pub struct Device {
     pub memory: MemoryRecord,
     /// Its type, which `requires:` is held to.
     pub device_type: DeviceType,
+    /// What names its layers of expectation files.
+    pub keys: DeviceKeys,
     /// Why kernels cannot run on an element type, per type that cannot.
     unsupported: Vec<(ElemType, String)>,
 }
@@ -82,6 +85,7 @@ pub fn probe(options: &ContextOptions) -> Result<Result<Device, String>, Error> 
         },
         memory: MemoryRecord::from(ctx.device_memory()),
         device_type: i.device_type,
+        keys: DeviceKeys::new(&i.name, i.vendor_id, &i.driver_name),
         unsupported,
     }))
 }
@@ -108,25 +112,43 @@ pub fn expectations_dir(cases: &Path) -> PathBuf {
     }
 }
 
-/// The expectation files a run reads by itself: `reports/expectations/<device>.yaml`
-/// next to the cases folder, and `policy-<policy>.yaml` under a policy other
-/// than the default.
+/// The expectation files a run reads by itself, in the order an entry is
+/// looked for: the device's layers of `reports/expectations/` next to the cases
+/// folder, the most specific first ([`crate::layers`]), then `policy-<policy>.yaml`
+/// under a policy other than the default. Another runtime than vkcopy reads its
+/// own `runtime-<name>.yaml` alone: its failures are its own.
 pub fn default_expectations(
     cases: &Path,
-    device: &str,
+    keys: &DeviceKeys,
     policy: Policy,
     runtime: &Choice,
 ) -> Vec<PathBuf> {
     let dir = expectations_dir(cases);
-    // Another runtime has its own failures, the same on every device.
     if runtime.is_halide() {
         return vec![dir.join(format!("runtime-{}.yaml", runtime.label()))];
     }
-    let mut files = vec![dir.join(format!("{}.yaml", device_slug(device)))];
+    let mut files: Vec<PathBuf> = keys.files(&dir).into_iter().map(|(_, p)| p).collect();
     if policy != Policy::default() {
         files.push(dir.join(format!("policy-{policy}.yaml")));
     }
     files
+}
+
+/// The file `run --update-expectations` writes by itself: the policy's under
+/// another policy or runtime, else the exact device's layer (the narrowest;
+/// move entries to the model or driver layer where they hold more widely).
+pub fn expectations_to_update(
+    cases: &Path,
+    keys: &DeviceKeys,
+    policy: Policy,
+    runtime: &Choice,
+) -> PathBuf {
+    let files = default_expectations(cases, keys, policy, runtime);
+    if runtime.is_halide() || policy != Policy::default() {
+        files.last().cloned().unwrap_or_default()
+    } else {
+        files.first().cloned().unwrap_or_default()
+    }
 }
 
 /// Which cases to run, besides what the device can run.
@@ -258,7 +280,7 @@ impl Suite {
             (false, _) => config.expectations,
             (true, Ok(d)) => default_expectations(
                 &config.cases,
-                &d.record.name,
+                &d.keys,
                 config.options.policy,
                 &config.runtime,
             )
@@ -406,6 +428,7 @@ impl Suite {
             verdict: j.verdict,
             attempts: count,
             expectation: j.reason,
+            expected_by: j.from,
             tags: entry.tags.clone(),
             outcome,
         }

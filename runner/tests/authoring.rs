@@ -37,7 +37,19 @@ fn every_case_table_and_expectation_file_checks_without_a_device() {
     assert!(out.status.success(), "{stderr}");
     let cases = case_files(&cases_root()).unwrap().len();
     let count = |dir: &str| std::fs::read_dir(cases_root().join(dir)).unwrap().count();
-    let (tables, expectations) = (count("devices"), count("../reports/expectations"));
+    // Expectation files: all.yaml, policy-*, runtime-* and the layer folders' files.
+    let layered: usize = ["driver", "model", "device"]
+        .iter()
+        .filter_map(|d| {
+            std::fs::read_dir(cases_root().join("../reports/expectations").join(d)).ok()
+        })
+        .map(|d| d.count())
+        .sum();
+    let top = std::fs::read_dir(cases_root().join("../reports/expectations"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_file())
+        .count();
+    let (tables, expectations) = (count("devices"), top + layered);
     assert!(cases >= 100 && tables >= 19 && expectations >= 3);
     assert_eq!(
         stdout.trim(),

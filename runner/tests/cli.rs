@@ -1312,3 +1312,106 @@ fn flakes_and_junit_read_a_history_of_runs() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("results.json"));
 }
+
+/// Expectations in layers: the run names the files it looks for (device, model,
+/// driver, all), the most specific entry that matches wins and the report names
+/// its file; --update-expectations writes the device's layer and leaves a case
+/// another layer lists to that layer.
+#[test]
+fn expectations_come_in_layers_and_the_report_names_the_winner() {
+    let dir = fleet_cases();
+    for e in std::fs::read_dir(dir.path().join("cases")).unwrap() {
+        let path = e.unwrap().path();
+        let keep = ["fails", "exhausts_memory", "passes"];
+        if path.is_file() && !keep.iter().any(|k| path.ends_with(format!("{k}.yaml"))) {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let run = |args: &[&str]| {
+        let out = fleet_run(dir.path(), args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), stdout + &stderr)
+    };
+    let (_, stdout) = run(&["--filter", "passes"]);
+    if no_device(&stdout) {
+        return;
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("expectation layers in "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let files: Vec<&str> = line
+        .rsplit(": ")
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(|f| f.trim_end_matches(" (none)"))
+        .collect();
+    assert_eq!(files.len(), 4, "{line}");
+    assert!(files[0].starts_with("device/") && files[1].starts_with("model/"));
+    assert!(
+        files[2].starts_with("driver/") && files[3] == "all.yaml",
+        "{line}"
+    );
+    let expectations = dir.path().join("reports/expectations");
+    let write = |file: &str, cases: &[(&str, &str)]| {
+        let path = expectations.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut text = String::from("expected_failures:\n");
+        for (case, reason) in cases {
+            text += &format!("  - {{ case: \"{case}\", reason: \"{reason}\" }}\n");
+        }
+        std::fs::write(path, text).unwrap();
+    };
+    write(files[3], &[("fails", "all"), ("exhausts_memory", "all")]);
+    write(files[2], &[("fails", "driver")]);
+    write(files[0], &[("exhausts_memory", "device")]);
+    let verdicts = || {
+        let json = latest_report(&dir.path().join("out")).join("results.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let mut got = std::collections::BTreeMap::new();
+        for c in v["cases"].as_array().unwrap() {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            got.insert(
+                s("name"),
+                (s("verdict"), s("expectation"), s("expected_by")),
+            );
+        }
+        got
+    };
+    let (code, stdout) = run(&[]);
+    assert_eq!(code, Some(0), "{stdout}");
+    let got = verdicts();
+    let (verdict, reason, by) = &got["fails"];
+    assert_eq!(
+        (verdict.as_str(), reason.as_str()),
+        ("expected_fail", "driver")
+    );
+    assert!(by.ends_with(files[2]), "{by}");
+    let (verdict, reason, by) = &got["exhausts_memory"];
+    assert_eq!(
+        (verdict.as_str(), reason.as_str()),
+        ("expected_fail", "device")
+    );
+    assert!(by.ends_with(files[0]), "{by}");
+    assert_eq!(got["passes"].2, "");
+    let summary =
+        std::fs::read_to_string(latest_report(&dir.path().join("out")).join("summary.md")).unwrap();
+    assert!(summary.contains(&format!("| {} |", files[2])), "{summary}");
+    // Without the device's layer, the case falls through to every device's.
+    std::fs::remove_file(expectations.join(files[0])).unwrap();
+    let (code, stdout) = run(&[]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(verdicts()["exhausts_memory"].1, "all");
+    // Unlisted there, a failure is written into the device's layer, alone.
+    write(files[3], &[]);
+    let (code, stdout) = run(&["--update-expectations"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let text = std::fs::read_to_string(expectations.join(files[0])).unwrap();
+    assert!(text.contains("case: \"exhausts_memory\""), "{text}");
+    assert!(!text.contains("\"fails\""), "{text}");
+    let (code, stdout) = run(&[]);
+    assert_eq!(code, Some(0), "{stdout}");
+}

@@ -70,6 +70,8 @@ pub struct DeviceInfo {
     pub driver_version: u32,
     /// The driver name and info of `VkPhysicalDeviceDriverProperties` ("llvmpipe", "NVIDIA" ...).
     pub driver: String,
+    /// `driverName` alone ("llvmpipe", "NVIDIA", "radv").
+    pub driver_name: String,
     /// `minStorageBufferOffsetAlignment`.
     pub min_storage_buffer_offset_alignment: u64,
     /// `nonCoherentAtomSize`.
@@ -323,13 +325,10 @@ impl Adapter {
             .push_next(&mut maint3);
         // SAFETY: Vulkan 1.1 core query with a valid pNext chain.
         unsafe { raw.get_physical_device_properties2(physical, &mut props2) };
-        let driver = format!(
-            "{} {}",
-            c_name(&driver_props.driver_name),
-            c_name(&driver_props.driver_info)
-        )
-        .trim()
-        .to_owned();
+        let driver_name = c_name(&driver_props.driver_name);
+        let driver = format!("{} {}", driver_name, c_name(&driver_props.driver_info))
+            .trim()
+            .to_owned();
 
         // Optional features the compute kernels use, enabled when present.
         // SAFETY: `physical` was enumerated from this instance.
@@ -387,6 +386,7 @@ impl Adapter {
             api_version: version_string(props.api_version),
             driver_version: props.driver_version,
             driver,
+            driver_name,
             min_storage_buffer_offset_alignment: props.limits.min_storage_buffer_offset_alignment,
             non_coherent_atom_size: props.limits.non_coherent_atom_size,
             max_memory_allocation_size: maint3.max_memory_allocation_size,

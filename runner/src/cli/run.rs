@@ -83,13 +83,13 @@ pub struct Args {
     /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
     #[arg(long)]
     simulate_memory: Option<PathBuf>,
-    /// Expectation files (known failures and flakes), repeatable; default:
-    /// reports/expectations/<device>.yaml and, under another policy than vkcopy,
-    /// policy-<policy>.yaml, those that exist.
+    /// Expectation files (known failures and flakes), repeatable; default: the
+    /// layers of reports/expectations/ that exist (device/, model/, driver/,
+    /// all.yaml) and, under another policy than vkcopy, policy-<policy>.yaml.
     #[arg(long)]
     expectations: Vec<PathBuf>,
     /// Write the expectations from this run: failures listed, passes removed (into
-    /// the one --expectations file, else the policy's or the device's file).
+    /// the one --expectations file, else the policy's file, else the device layer).
     #[arg(long)]
     update_expectations: bool,
     /// Run the cases in this process: no crash isolation, no time limit (for a debugger).
@@ -490,6 +490,31 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         ),
         Err(e) => out!("no Vulkan device: {e}"),
     }
+    if let (Ok(d), [], false) = (
+        &suite.device,
+        args.expectations.as_slice(),
+        suite.runtime.is_halide(),
+    ) {
+        // Names the files a user may add for this device, the read ones below.
+        let dir = vkcopy_suite::suite::expectations_dir(root);
+        let layers: Vec<String> = d
+            .keys
+            .files(&dir)
+            .iter()
+            .map(|(_, p)| {
+                let name = p.strip_prefix(&dir).unwrap_or(p).display();
+                match p.is_file() {
+                    true => name.to_string(),
+                    false => format!("{name} (none)"),
+                }
+            })
+            .collect();
+        out!(
+            "expectation layers in {}, the first match wins: {}",
+            dir.display(),
+            layers.join(", ")
+        );
+    }
     for path in &suite.expectations_files {
         out!("expectations: {}", path.display());
     }
@@ -503,19 +528,17 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
 fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<PathBuf, String> {
     let path = match (args.expectations.as_slice(), &suite.device) {
         ([one], _) => one.clone(),
-        ([], Ok(d)) => vkcopy_suite::suite::default_expectations(
+        ([], Ok(d)) => vkcopy_suite::suite::expectations_to_update(
             &suite.root,
-            &d.record.name,
+            &d.keys,
             suite.options.policy,
             &suite.runtime,
-        )
-        .pop()
-        .unwrap_or_default(),
+        ),
         ([], Err(e)) => return Err(format!("--update-expectations: no device: {e}")),
         _ => return Err("--update-expectations: name one --expectations file to write".into()),
     };
     let old = std::fs::read_to_string(&path).ok();
-    let text = vkcopy_suite::expectations::updated(old.as_deref(), report)
+    let text = vkcopy_suite::expectations::updated(old.as_deref(), report, &path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

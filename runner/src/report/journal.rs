@@ -106,6 +106,7 @@ mod tests {
             verdict: Verdict::Pass,
             attempts: 1,
             expectation: None,
+            expected_by: None,
             tags: vec!["fast".into()],
             outcome: Outcome::new(
                 Status::Pass,

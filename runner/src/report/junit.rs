@@ -129,6 +129,7 @@ mod tests {
             verdict,
             attempts,
             expectation: None,
+            expected_by: None,
             tags: Vec::new(),
             outcome: Outcome::new(
                 status,

@@ -14,6 +14,19 @@ fn first_line(c: &CaseRecord) -> String {
         .replace('|', "\\|")
 }
 
+/// An expectations file as a table names it: its layer folder and name
+/// (`driver/mesa-llvmpipe.yaml`), the whole path being in the header.
+fn tail(path: &str) -> &str {
+    let mut cut = path.rsplitn(3, '/');
+    let (name, layer) = (cut.next().unwrap_or(path), cut.next());
+    match layer {
+        Some(l) if crate::layers::Layer::FOLDERS.contains(&l) => {
+            &path[path.len() - name.len() - l.len() - 1..]
+        }
+        _ => name,
+    }
+}
+
 impl Report {
     /// The Markdown summary.
     pub fn markdown(&self) -> String {
@@ -66,14 +79,15 @@ impl Report {
             .filter(|c| c.verdict != Verdict::Pass)
             .collect();
         if !not_passed.is_empty() {
-            out += "## Not passed\n\n| case | verdict | status | attempts | message |\n|---|---|---|---|---|\n";
+            out += "## Not passed\n\n| case | verdict | status | attempts | listed in | message |\n|---|---|---|---|---|---|\n";
             for c in not_passed {
                 out += &format!(
-                    "| {} | {} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {} |\n",
                     c.name,
                     c.verdict,
                     c.outcome.status,
                     c.attempts,
+                    c.expected_by.as_deref().map_or("", tail),
                     first_line(c)
                 );
             }
