@@ -4,15 +4,30 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The `cases/` folder: `VKCOPY_CASES` if set, else the one in this repository
-/// (resolved, so that messages name `<repo>/cases/...`, not `runner/../cases`).
+/// The folder the suite's files are found in: the unpacked archive this binary
+/// came from (`<home>/bin/vkcopy-suite` beside `<home>/manifest.json`), else
+/// the repository it was built in (resolved, so that messages name
+/// `<repo>/cases/...`, not `runner/../cases`).
+pub fn home() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    let archived = exe
+        .as_deref()
+        .and_then(|e| e.parent()?.parent())
+        .filter(|h| h.join(crate::archive::MANIFEST).is_file());
+    match archived {
+        Some(h) => h.to_owned(),
+        None => {
+            let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            own.canonicalize().unwrap_or(own)
+        }
+    }
+}
+
+/// The `cases/` folder: `VKCOPY_CASES` if set, else the one in [`home`].
 pub fn cases_root() -> PathBuf {
     match std::env::var_os("VKCOPY_CASES") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => {
-            let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases");
-            own.canonicalize().unwrap_or(own)
-        }
+        _ => home().join("cases"),
     }
 }
 

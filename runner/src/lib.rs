@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod archive;
 pub mod bench;
 pub(crate) mod case;
 pub mod check;

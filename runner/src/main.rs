@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 #[macro_use]
 mod cli;
 
-use cli::{authoring, bench, reports, run, tables, worker};
+use cli::{archive, authoring, bench, reports, run, tables, worker};
 
 #[derive(Parser)]
 #[command(
@@ -55,6 +55,10 @@ enum Command {
     /// Measures every copy path over a sweep of sizes and writes bench.json (the
     /// shape of bench/cuda_reference.py); --compare sets it beside CUDA's.
     Bench(vkcopy_suite::bench::Args),
+    /// Writes the suite into one .tar.zst for machines without Rust: this binary,
+    /// the cases and tables, the expectations, the results schema and the Halide
+    /// runtimes built, with a manifest; `run --archive FILE` runs it.
+    Archive(archive::Args),
     /// Lists the cases.
     List(authoring::ListArgs),
     /// Loads and plans cases, recorded tables and expectation files without a
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Command::Flakes(args) => reports::flakes(&args),
         Command::Junit(args) => reports::junit(&args),
         Command::Bench(args) => bench::bench(&args),
+        Command::Archive(args) => archive::archive(&args),
         Command::List(args) => authoring::list(&args),
         Command::Check(args) => authoring::check(&args),
         Command::Schema(args) => authoring::schema(&args),

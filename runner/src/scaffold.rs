@@ -46,9 +46,7 @@ pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
 pub fn schema_path(root: &Path, dir: &Path) -> Option<String> {
     let dir = dir.canonicalize().ok()?;
     let root = root.canonicalize().ok()?;
-    let own = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../cases")
-        .join(SCHEMA_FILE);
+    let own = crate::discover::home().join("cases").join(SCHEMA_FILE);
     let schema = dir
         .ancestors()
         .take_while(|d| d.starts_with(&root))

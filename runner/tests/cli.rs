@@ -1415,3 +1415,107 @@ fn expectations_come_in_layers_and_the_report_names_the_winner() {
     let (code, stdout) = run(&[]);
     assert_eq!(code, Some(0), "{stdout}");
 }
+
+/// The suite built once and run from its archive where there is no Rust: a
+/// PATH of /usr/bin:/bin alone, a working folder outside the repository, the
+/// cases and expectations the archive carries.
+#[test]
+fn an_archive_runs_the_suite_where_there_is_no_rust() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("vks.tar.zst");
+    let out = suite().arg("archive").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(&format!("wrote {}", file.display())),
+        "{stdout}"
+    );
+    let m = vkcopy_suite::archive::read_manifest(&file).unwrap();
+    let has = |p: &str| m.files.iter().any(|f| f.path == p);
+    for p in [
+        vkcopy_suite::archive::BINARY,
+        "cases/basic/copy_to_host_48mb.yaml",
+        "cases/devices/lavapipe.yaml",
+        "cases/case.schema.json",
+        "reports/expectations/all.yaml",
+        "reports/expectations/driver/mesa-llvmpipe.yaml",
+        "reports/results.schema.json",
+    ] {
+        assert!(has(p), "{p} not in {:?}", m.files);
+    }
+    let cases = vkcopy_suite::discover::case_files(&repo().join("cases")).unwrap();
+    let carried = m
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("cases/") && f.path.ends_with(".yaml"));
+    assert!(carried.count() >= cases.len());
+    assert_eq!(
+        m.profile.as_deref(),
+        Some(if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        })
+    );
+
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let run = || {
+        let mut cmd = suite();
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy();
+            if k.starts_with("CARGO") || k.starts_with("RUST") || k.starts_with("VKCOPY_CASES") {
+                cmd.env_remove(&*k);
+            }
+        }
+        let out = cmd
+            .current_dir(&work)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--archive",
+                "../vks.tar.zst",
+                "--filter",
+                "basic::copy_to_host_48mb*",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (code, stdout) = run();
+    if no_device(&stdout) {
+        return;
+    }
+    assert_eq!(code, Some(0), "{stdout}");
+    let unpacked = dir.path().canonicalize().unwrap().join("vks");
+    assert!(
+        stdout.contains(&format!("in {}", unpacked.display())),
+        "{stdout}"
+    );
+    let layers = unpacked.join("reports/expectations");
+    assert!(
+        stdout.contains(&format!("expectation layers in {}", layers.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    assert!(latest_report(&work.join("reports/out"))
+        .join("results.json")
+        .is_file());
+    // Again: the unpacked folder is kept, and a case added there runs.
+    std::fs::copy(
+        unpacked.join("cases/basic/copy_to_host_48mb.yaml"),
+        unpacked.join("cases/basic/copy_to_host_48mb_again.yaml"),
+    )
+    .unwrap();
+    let (code, stdout) = run();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("2 passed, 0 failed"), "{stdout}");
+}

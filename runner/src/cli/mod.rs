@@ -15,6 +15,7 @@ macro_rules! out {
     }};
 }
 
+pub mod archive;
 pub mod authoring;
 pub mod bench;
 pub mod reports;

@@ -100,6 +100,14 @@ pub struct Args {
     /// that run was given, and write the report there. Takes no other option.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
+    /// Run the suite of this archive (`vkcopy-suite archive`): unpack it (into
+    /// --extract-to, else beside it) and run its binary, its cases and its
+    /// expectations with the other options given.
+    #[arg(long, value_name = "FILE")]
+    archive: Option<PathBuf>,
+    /// Where --archive unpacks; default: beside the archive, named as it.
+    #[arg(long, value_name = "DIR", requires = "archive")]
+    extract_to: Option<PathBuf>,
 }
 
 /// `run`'s options alone, to read them back from a journal.
@@ -206,6 +214,9 @@ fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
 /// Runs the selection: checks the options, opens the suite, runs the cases,
 /// writes the report (and the expectations when asked), prints the summary.
 pub fn run(args: Args) -> ExitCode {
+    if let Some(file) = &args.archive {
+        return super::archive::run_archived(file, args.extract_to.as_deref());
+    }
     match &args.resume {
         Some(dir) => match resume(dir) {
             Ok((args, from)) => run_from(args, Some(from)),

@@ -30,7 +30,8 @@ impl Choice {
 
     /// The runtime `arg` names: `vkcopy`, `halide:VERSION` (built by
     /// `scripts/halide-runtime.sh VERSION` under `target/halide/`, in `repo`
-    /// or in the repository this binary was built in), or `halide:PATH`.
+    /// or in the suite's home: the repository this binary was built in, or
+    /// the archive it came from), or `halide:PATH`.
     pub fn resolve(arg: &str, repo: &Path) -> Result<Choice, String> {
         let arg = arg.trim();
         if arg == "vkcopy" {
@@ -50,7 +51,7 @@ impl Choice {
                 .join(what)
                 .join("libhalide_runtime_vulkan.so")
         };
-        let own = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let own = crate::discover::home();
         if let Some(built) = [under(repo), under(&own)].into_iter().find(|p| p.is_file()) {
             return Ok(Choice::Halide(
                 std::fs::canonicalize(&built).unwrap_or(built),
