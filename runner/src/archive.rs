@@ -187,6 +187,12 @@ pub fn unpack(file: &Path, into: &Path) -> Result<Manifest, String> {
             manifest.format
         ));
     }
+    if into.exists() && !into.is_dir() {
+        return Err(format!(
+            "{}: a file is there, not a folder; name another with --extract-to",
+            into.display()
+        ));
+    }
     let present = into.join(MANIFEST);
     if present.is_file() {
         let old = std::fs::read(&present)
@@ -440,6 +446,10 @@ mod tests {
             std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
             "keep"
         );
+        // A file where the folder would go (the binary carried beside its archive).
+        std::fs::write(h.path().join("s"), "binary").unwrap();
+        let e = unpack(&out, &default_folder(&out).unwrap()).unwrap_err();
+        assert!(e.contains("a file is there, not a folder"), "{e}");
         // Not zstd.
         let e = read_manifest(&h.path().join("cases/basic/a.yaml")).unwrap_err();
         assert!(e.contains("not a zstd file"), "{e}");

@@ -12,6 +12,7 @@
 pub mod archive;
 pub mod bench;
 pub(crate) mod case;
+pub mod chart;
 pub mod check;
 pub mod compare;
 pub mod discover;

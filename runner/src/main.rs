@@ -35,8 +35,9 @@ enum Command {
     Select(tables::SelectArgs),
     /// Prints every Vulkan device and its memory table in the recorded-table form.
     Devices,
-    /// Draws the measured throughput of one or more results.json reports into one SVG
-    /// (e.g. the same device under several policies).
+    /// Draws the measured throughput of one or more reports (results.json files
+    /// or run folders) into one SVG and a PNG beside it (e.g. the same device
+    /// under several policies).
     Plot(reports::PlotArgs),
     /// Compares run B with run A (a baseline): regressions, fixes, other verdict
     /// changes, new and missing cases, copies whose best GB/s moved beyond the

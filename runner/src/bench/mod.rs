@@ -82,8 +82,13 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
         print(&compare::markdown(&vk, &cuda, &rows));
         let svg = next_to(&json, "bench_vs_cuda.svg");
         let title = format!("vkcopy on {} vs CUDA on {}", vk.device, cuda.device);
-        chart::draw(&rows, &title, &svg).map_err(usage)?;
-        print(&format!("wrote {}", svg.display()));
+        let (files, missing) = chart::draw(&rows, &title, &svg).map_err(usage)?;
+        for f in files {
+            print(&format!("wrote {}", f.display()));
+        }
+        for why in missing {
+            eprintln!("warning: no PNG: {why}");
+        }
     }
     Ok(())
 }

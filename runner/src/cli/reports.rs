@@ -13,15 +13,17 @@ use super::{fail, print};
 /// `vkcopy-suite plot`'s options.
 #[derive(clap::Args)]
 pub struct PlotArgs {
-    /// Reports as LABEL=PATH (or PATH), in the order to draw them.
+    /// Reports as LABEL=PATH (or PATH), in the order to draw them; a PATH is
+    /// a results.json or a run's folder.
     reports: Vec<String>,
+    /// The SVG to write; its PNG is written beside it (chart.svg, chart.png).
     #[arg(long)]
     out: PathBuf,
     #[arg(long, default_value = "vkcopy-suite throughput")]
     title: String,
 }
 
-/// Draws the measured copies of the reports into one SVG.
+/// Draws the measured copies of the reports into one SVG and its PNG.
 pub fn plot(args: &PlotArgs) -> ExitCode {
     let mut bars = Vec::new();
     for r in &args.reports {
@@ -31,14 +33,20 @@ pub fn plot(args: &PlotArgs) -> ExitCode {
             None if args.reports.len() == 1 => (String::new(), r.as_str()),
             None => (r.clone(), r.as_str()),
         };
-        match read::load_file(path.as_ref()) {
+        // A results.json or a run's folder (of shards), as diff takes them.
+        match read::load_one(path.as_ref()) {
             Ok(report) => bars.extend(vkcopy_suite::plot::bars_from_report(&report, &label)),
             Err(e) => return fail(e),
         }
     }
     match vkcopy_suite::plot::throughput_svg(&bars, &args.title, &args.out) {
-        Ok(()) => {
-            out!("wrote {}", args.out.display());
+        Ok((files, missing)) => {
+            for f in files {
+                out!("wrote {}", f.display());
+            }
+            if let Some(why) = missing {
+                eprintln!("warning: no PNG: {why}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),

@@ -348,7 +348,7 @@ fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    match report.write_into(&dir, chart.into_iter().collect()) {
+    match report.write_into(&dir, chart) {
         Ok(()) => out!("report: {}", dir.display()),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}; its cases are in {}",
