@@ -12,7 +12,8 @@
 # real Halide pipelines run on both (scripts/halide-pipelines.sh). The
 # runtimes are still built first, since runner/tests/halide.rs uses them. The
 # runs after `cargo test` use the suite binary it built (with the runtime's
-# fault hook, which the runner's tests enable), so nothing is built twice.
+# fault hook, which the runner's tests enable), so nothing is built twice. The
+# last line sums it all up: the counts TESTING.md quotes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-vulkan.sh
@@ -23,14 +24,24 @@ halide_runtimes=()
 for version in 19.0.0 21.0.0 vkcopy-abi; do
     halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
 done
-cargo test --workspace "$@"
+# Each part's count is kept for the closing line, the one place the docs quote.
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+cargo test --workspace "$@" 2>&1 | tee "$log/cargo"
+summary="cargo test: $(awk '/^test result:/ {p += $4; f += $6; i += $8} END {printf "%d passed, %d failed, %d ignored", p, f, i}' "$log/cargo")"
+# The closing line of a suite run (its counts and expected failures).
+last() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }
 if [ $# -eq 0 ]; then
     echo "perf cases without the validation layer, speed thresholds held:"
-    VKCOPY_VALIDATION=0 "$suite" run --filter 'perf::*' --retries 2 --speed hold
+    VKCOPY_VALIDATION=0 "$suite" run --filter 'perf::*' --retries 2 --speed hold 2>&1 | tee "$log/perf"
+    summary+="; perf cases: $(last "$log/perf")"
     for runtime in "${halide_runtimes[@]}"; do
         echo "every case on Halide's Vulkan runtime $runtime:"
-        "$suite" run --runtime "halide:$runtime"
+        "$suite" run --runtime "halide:$runtime" 2>&1 | tee "$log/halide"
+        summary+="; $(basename "$(dirname "$runtime")"): $(last "$log/halide")"
     done
     echo "Halide pipelines compiled ahead of time, on Halide's runtime and on vkcopy's:"
-    scripts/halide-pipelines.sh
+    scripts/halide-pipelines.sh 2>&1 | tee "$log/pipelines"
+    summary+="; pipelines: $(grep -c 'pass  ' "$log/pipelines" || true) passed, $(grep -c 'expected failure:' "$log/pipelines" || true) expected failures"
 fi
+echo "scripts/test.sh: $summary"

@@ -1546,4 +1546,17 @@ fn an_archive_runs_the_suite_where_there_is_no_rust() {
     let (code, stdout) = run();
     assert_eq!(code, Some(0), "{stdout}");
     assert!(stdout.contains("2 passed, 0 failed"), "{stdout}");
+    // `new` there hints with the archived binary, not cargo.
+    let bin = unpacked.join(vkcopy_suite::archive::BINARY);
+    let out = Command::new(&bin)
+        .current_dir(&work)
+        .args(["new", "basic/hint_probe"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("check it: {} check ", bin.display())),
+        "{stdout}"
+    );
+    assert!(unpacked.join("cases/basic/hint_probe.yaml").is_file());
 }

@@ -128,13 +128,18 @@ pub fn new_case(args: &NewArgs) -> ExitCode {
                 .as_deref()
                 .and_then(|h| path.strip_prefix(h).ok())
                 .unwrap_or(&path);
+            // From an unpacked archive there is no cargo: this binary runs them.
+            let home = vkcopy_suite::discover::home();
+            let me = match std::env::current_exe() {
+                Ok(exe) if home.join(vkcopy_suite::archive::MANIFEST).is_file() => {
+                    exe.display().to_string()
+                }
+                _ => "cargo run -q -p vkcopy-suite --".to_owned(),
+            };
             out!("wrote {}", shown.display());
+            out!("check it: {me} check{cases_arg} {}", shown.display());
             out!(
-                "check it: cargo run -q -p vkcopy-suite -- check{cases_arg} {}",
-                shown.display()
-            );
-            out!(
-                "run it:   cargo run -q -p vkcopy-suite -- run{cases_arg} --filter '{}'",
+                "run it:   {me} run{cases_arg} --filter '{}'",
                 plan::case_name(&root, &path)
             );
             ExitCode::SUCCESS
