@@ -30,7 +30,7 @@ trap 'rm -rf "$log"' EXIT
 cargo test --workspace "$@" 2>&1 | tee "$log/cargo"
 summary="cargo test: $(awk '/^test result:/ {p += $4; f += $6; i += $8} END {printf "%d passed, %d failed, %d ignored", p, f, i}' "$log/cargo")"
 # The closing line of a suite run (its counts and expected failures).
-last() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1; }
+last() { grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 | sed 's/ (listed.*//'; }
 if [ $# -eq 0 ]; then
     echo "perf cases without the validation layer, speed thresholds held:"
     VKCOPY_VALIDATION=0 "$suite" run --filter 'perf::*' --retries 2 --speed hold 2>&1 | tee "$log/perf"
