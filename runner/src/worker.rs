@@ -97,11 +97,26 @@ pub struct Worker {
 impl Worker {
     /// Starts a worker.
     pub fn start(spawn: &Spawn) -> Result<Worker, String> {
-        let mut child = Command::new(&spawn.exe)
-            .args(&spawn.args)
+        let mut cmd = Command::new(&spawn.exe);
+        cmd.args(&spawn.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // A runner killed (a lab's scheduler, a reboot script) takes its
+        // workers with it: none is left holding the device while the run is
+        // resumed. The parent is the thread that owns this worker, which drops
+        // it (killing it) before it ends anyway.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start a worker ({}): {e}", spawn.exe.display()))?;
         let output = Arc::new(Mutex::new(VecDeque::new()));

@@ -1186,13 +1186,19 @@ fn a_killed_run_resumes_to_the_same_report() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    // The runner is in `passes`, hung: kill it and its workers.
-    // SAFETY: kill(2) on the process group this test made; no memory is shared.
-    assert_eq!(
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) },
-        0
-    );
+    // The runner is in `passes`, hung: kill the runner alone, as a
+    // scheduler does; its worker must go with it, not hold the device.
+    let group = child.id() as i32;
+    child.kill().unwrap();
     child.wait().unwrap();
+    let clock = std::time::Instant::now();
+    while !live_in_group(group).is_empty() && clock.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = live_in_group(group);
+    // SAFETY: kill(2) on the process group this test made; no memory is shared.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    assert!(left.is_empty(), "workers outlived their runner: {left:?}");
     let done = journal_names(&dir.path().join("out"));
     assert_eq!(done.iter().collect::<Vec<_>>(), before);
     let folder = only_report(&dir.path().join("out"));
@@ -1559,4 +1565,26 @@ fn an_archive_runs_the_suite_where_there_is_no_rust() {
         "{stdout}"
     );
     assert!(unpacked.join("cases/basic/hint_probe.yaml").is_file());
+}
+
+/// The processes of the process group `group` that are alive (not zombies).
+fn live_in_group(group: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // After the command's closing parenthesis: state, ppid, pgrp.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(group) {
+            out.push(pid);
+        }
+    }
+    out
 }

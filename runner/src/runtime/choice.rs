@@ -57,10 +57,24 @@ impl Choice {
                 std::fs::canonicalize(&built).unwrap_or(built),
             ));
         }
-        let built = under(repo);
+        if own.join(crate::archive::MANIFEST).is_file() {
+            let carried: Vec<String> = std::fs::read_dir(own.join("target/halide"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|d| d.path().join("libhalide_runtime_vulkan.so").is_file())
+                .map(|d| d.file_name().to_string_lossy().into_owned())
+                .collect();
+            return Err(format!(
+                "{arg}: no such file, and the archive in {} carries no Halide runtime {what} (it carries {}); build it with scripts/halide-runtime.sh {what} where the archive is written, then write the archive again",
+                own.display(),
+                if carried.is_empty() { "none".to_owned() } else { carried.join(", ") }
+            ));
+        }
+        let repo = repo.canonicalize().unwrap_or(repo.to_owned());
         Err(format!(
             "{arg}: no such file, and no {} (build it with scripts/halide-runtime.sh {what})",
-            built.display()
+            under(&repo).display()
         ))
     }
 
