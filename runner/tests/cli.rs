@@ -1220,6 +1220,13 @@ fn a_killed_run_resumes_to_the_same_report() {
         serde_json::from_str(&std::fs::read_to_string(folder.join("results.json")).unwrap())
             .unwrap();
     assert_eq!(json["resumed"], before.len());
+    let summary = std::fs::read_to_string(folder.join("summary.md")).unwrap();
+    let said = format!(
+        "Resumed with `run --resume`: {} of the {} cases were run before the interruption.",
+        before.len(),
+        whole.len()
+    );
+    assert!(summary.contains(&said), "{summary}");
     // The journal has each case once: the resumed run ran only the rest.
     let mut names = journal_names(&dir.path().join("out"));
     names.sort();
@@ -1302,7 +1309,7 @@ fn flakes_and_junit_read_a_history_of_runs() {
         .unwrap();
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{md}");
-    assert!(md.contains("2 runs read; 1 flaky cases."), "{md}");
+    assert!(md.contains("Results read: 2 (each shard's counts as one); cases that both passed and failed, or flaked: 1."), "{md}");
     let found: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
@@ -1333,7 +1340,7 @@ fn flakes_and_junit_read_a_history_of_runs() {
     // `fails` is over the limit of 0: counted, not written.
     assert!(!text.contains("<testcase name=\"fails\""), "{text}");
     assert!(
-        text.contains("1 more failing cases, over the limit of 0"),
+        text.contains("failing cases over the limit of 0: 1 more"),
         "{text}"
     );
     let out = suite()

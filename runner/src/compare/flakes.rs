@@ -89,7 +89,7 @@ pub fn flakes(runs: &[Loaded]) -> Vec<History> {
 /// The flaky cases as a Markdown table, after a line of what was read.
 pub fn markdown(found: &[History], runs: usize) -> String {
     let mut md = format!(
-        "# Flaky cases\n\n{runs} runs read; {} flaky cases.\n",
+        "# Flaky cases\n\nResults read: {runs} (each shard's counts as one); cases that both passed and failed, or flaked: {}.\n",
         found.len()
     );
     if found.is_empty() {
@@ -111,6 +111,7 @@ pub fn markdown(found: &[History], runs: usize) -> String {
             h.history
         ));
     }
+    md.push_str("\nHistory, oldest first: `p` passed, `F` failed, `f` flaked within a run (failed, then passed on a re-run).\n");
     md
 }
 
@@ -186,7 +187,7 @@ mod tests {
         let y = &found[1];
         assert_eq!((y.flaky, y.history.as_str()), (1, "fpp"));
         let md = markdown(&found, runs.len());
-        assert!(md.contains("5 runs read; 2 flaky cases."), "{md}");
+        assert!(md.contains("Results read: 5 (each shard's counts as one); cases that both passed and failed, or flaked: 2."), "{md}");
         assert!(
             md.contains("| `x` | gpu-a | 3 | 2 | 1 | 0 | 33 % | 2026-12-02T00:00:00Z | `pFp` |"),
             "{md}"

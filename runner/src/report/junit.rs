@@ -53,7 +53,7 @@ pub fn xml(report: &Report, options: &Options) -> String {
     if let Some(limit) = options.limit.filter(|_| !over.is_empty()) {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
         s.set_message(format!(
-            "{} more failing cases, over the limit of {limit}: see results.json",
+            "failing cases over the limit of {limit}: {} more; see results.json",
             over.len()
         ));
         s.set_description(over.join("\n"));
@@ -181,7 +181,7 @@ mod tests {
         );
         assert!(!x.contains("<testcase name=\"b::f2\""), "{x}");
         assert!(
-            x.contains("3 more failing cases, over the limit of 2"),
+            x.contains("failing cases over the limit of 2: 3 more"),
             "{x}"
         );
         assert!(x.contains("https://lab/nvidia-h200/b::f0.log"), "{x}");

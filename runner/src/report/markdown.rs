@@ -73,6 +73,13 @@ impl Report {
                     .join(", "),
             }
         );
+        if self.resumed > 0 {
+            out += &format!(
+                "Resumed with `run --resume`: {} of the {} cases were run before the interruption.\n\n",
+                self.resumed,
+                self.cases.len()
+            );
+        }
         let not_passed: Vec<&CaseRecord> = self
             .cases
             .iter()
