@@ -5,8 +5,9 @@
 //! polling a timeline semaphore or a fence, on every queue family that copies.
 //! What vkcopy's own code adds on top is `vkcopy-suite bench --breakdown`.
 //!
-//! Last, bare copies of 4 KiB to 16 MiB recorded once, into host-coherent
-//! system memory (a readback) and into device memory.
+//! Then bare copies of 4 KiB to 16 MiB recorded once, into host-coherent
+//! system memory (a readback) and into device memory; last, the CPU reading
+//! host-visible device memory itself, with plain loads and streaming loads.
 //!
 //! `cargo run --release --example submit_latency -- [SUBMISSIONS]` (default 500);
 //! prints the median and the 10th percentile of each, in microseconds.
@@ -391,8 +392,114 @@ fn main() {
             device.destroy_command_pool(pool, None);
         }
     }
+    cpu_reads(&device, &memory, n);
     // The buffers and their memory go with the process.
 }
+
+/// CPU reads of host-visible device memory (the BAR), as GDRCopy makes them,
+/// beside the GPU's readbacks above: plain copies and SSE4.1 streaming loads
+/// (`movntdqa`, which reads write-combined memory a line at a time), 4 KiB to
+/// 1 MiB, best and median of `n`.
+fn cpu_reads(device: &ash::Device, memory: &vk::PhysicalDeviceMemoryProperties, n: usize) {
+    use vk::MemoryPropertyFlags as F;
+    let wanted = F::DEVICE_LOCAL | F::HOST_VISIBLE | F::HOST_COHERENT;
+    let Some(index) = (0..memory.memory_type_count).find(|&i| {
+        memory.memory_types[i as usize]
+            .property_flags
+            .contains(wanted)
+    }) else {
+        println!("CPU reads: no host-visible device memory");
+        return;
+    };
+    const MOST: usize = 1 << 20;
+    let alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(MOST as u64)
+        .memory_type_index(index);
+    // SAFETY: valid allocate info; the memory lives until the process ends.
+    let m = unsafe { device.allocate_memory(&alloc, None) }.expect("vkAllocateMemory");
+    // SAFETY: host-visible memory, mapped once for the process.
+    let src = unsafe { device.map_memory(m, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+        .expect("vkMapMemory") as *const u8;
+    // 16-byte aligned destination for the streaming loads' stores.
+    let mut dst = vec![0u128; MOST / 16];
+    let out = dst.as_mut_ptr() as *mut u8;
+    println!(
+        "CPU reads of host-visible device memory (type {index}), microseconds: best / median; GB/s at the best"
+    );
+    let mut size = 4096;
+    while size <= MOST {
+        let time = |read: &dyn Fn()| {
+            let mut t: Vec<f64> = (0..n + 5)
+                .map(|_| {
+                    let begun = Instant::now();
+                    read();
+                    begun.elapsed().as_secs_f64() * 1e6
+                })
+                .skip(5)
+                .collect();
+            (percentile(&mut t, 0.0), percentile(&mut t, 0.5))
+        };
+        // SAFETY: both spans hold `size` bytes (MOST at most) and do not overlap.
+        let plain = time(&|| unsafe { std::ptr::copy_nonoverlapping(src, out, size) });
+        let streamed = streaming_available().then(|| {
+            // SAFETY: as above; the CPU has SSE4.1 and `out` is 16-byte aligned.
+            time(&|| unsafe { stream_copy(src, out, size) })
+        });
+        let gbps = |us: f64| size as f64 / us / 1e3;
+        let line = |(best, median): (f64, f64)| {
+            format!("{best:>7.1} / {median:>7.1} ({:>5.2} GB/s)", gbps(best))
+        };
+        println!(
+            "  {:>5} KiB   plain {}   streaming {}",
+            size / 1024,
+            line(plain),
+            streamed.map_or("-".into(), line)
+        );
+        size *= 4;
+    }
+}
+
+fn streaming_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("sse4.1")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Copies `n` bytes (a multiple of 64) with streaming loads.
+///
+/// # Safety
+/// `src` and `dst` hold `n` bytes each, `dst` is 16-byte aligned, the CPU has SSE4.1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.1")]
+unsafe fn stream_copy(src: *const u8, dst: *mut u8, n: usize) {
+    use std::arch::x86_64::{__m128i, _mm_store_si128, _mm_stream_load_si128};
+    for i in (0..n).step_by(64) {
+        // SAFETY: the caller's bounds; mapped memory is page-aligned, so each
+        // 16-byte load is aligned too.
+        unsafe {
+            let s = src.add(i) as *const __m128i;
+            let d = dst.add(i) as *mut __m128i;
+            let (a, b, c, e) = (
+                _mm_stream_load_si128(s),
+                _mm_stream_load_si128(s.add(1)),
+                _mm_stream_load_si128(s.add(2)),
+                _mm_stream_load_si128(s.add(3)),
+            );
+            _mm_store_si128(d, a);
+            _mm_store_si128(d.add(1), b);
+            _mm_store_si128(d.add(2), c);
+            _mm_store_si128(d.add(3), e);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn stream_copy(_: *const u8, _: *mut u8, _: usize) {}
 
 /// Microseconds from `vkQueueSubmit`: until it returned, until the host saw
 /// the semaphore (or fence) done, and until it saw the flag (flag variants).
