@@ -394,6 +394,7 @@ fn main() {
     }
     cpu_reads(&device, &memory, n);
     // The buffers and their memory go with the process.
+    println!("ok");
 }
 
 /// CPU reads of host-visible device memory (the BAR), as GDRCopy makes them,

@@ -40,6 +40,11 @@ fn readback_bench() {
 }
 
 #[test]
+fn submit_latency() {
+    run_example("submit_latency", &["2"]);
+}
+
+#[test]
 fn wrap_vk_buffer() {
     run_example("wrap_vk_buffer", &[]);
 }
