@@ -302,6 +302,14 @@ fn top_name(out: &Path) -> Result<String, String> {
     }
 }
 
+/// Whether `dir` is an unpacked archive: its manifest reads, of this format.
+pub fn is_unpacked(dir: &Path) -> bool {
+    std::fs::read(dir.join(MANIFEST))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
+        .is_some_and(|m| m.format == FORMAT)
+}
+
 /// The folder an archive unpacks into by default: beside it, named as its top folder.
 pub fn default_folder(file: &Path) -> Result<PathBuf, String> {
     let top = top_name(file)?;
@@ -401,6 +409,7 @@ mod tests {
         let into = default_folder(&out).unwrap();
         assert_eq!(into, h.path().join("suite-x"));
         assert_eq!(unpack(&out, &into).unwrap(), m);
+        assert!(is_unpacked(&into) && !is_unpacked(h.path()));
         for f in &m.files {
             let got = std::fs::read(into.join(&f.path)).unwrap();
             assert_eq!(got.len() as u64, f.bytes, "{}", f.path);

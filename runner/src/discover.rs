@@ -13,7 +13,7 @@ pub fn home() -> PathBuf {
     let archived = exe
         .as_deref()
         .and_then(|e| e.parent()?.parent())
-        .filter(|h| h.join(crate::archive::MANIFEST).is_file());
+        .filter(|h| crate::archive::is_unpacked(h));
     match archived {
         Some(h) => h.to_owned(),
         None => {

@@ -131,9 +131,7 @@ pub fn new_case(args: &NewArgs) -> ExitCode {
             // From an unpacked archive there is no cargo: this binary runs them.
             let home = vkcopy_suite::discover::home();
             let me = match std::env::current_exe() {
-                Ok(exe) if home.join(vkcopy_suite::archive::MANIFEST).is_file() => {
-                    exe.display().to_string()
-                }
+                Ok(exe) if vkcopy_suite::archive::is_unpacked(&home) => exe.display().to_string(),
                 _ => "cargo run -q -p vkcopy-suite --".to_owned(),
             };
             out!("wrote {}", shown.display());

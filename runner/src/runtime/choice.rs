@@ -57,7 +57,7 @@ impl Choice {
                 std::fs::canonicalize(&built).unwrap_or(built),
             ));
         }
-        if own.join(crate::archive::MANIFEST).is_file() {
+        if crate::archive::is_unpacked(&own) {
             let carried: Vec<String> = std::fs::read_dir(own.join("target/halide"))
                 .into_iter()
                 .flatten()
