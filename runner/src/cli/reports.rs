@@ -112,6 +112,17 @@ pub fn merge(args: &MergeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
+    // A lab's loop over hosts may lose one: say which shards no report covers.
+    for l in &loaded {
+        let missing = l.missing_shards();
+        if !missing.is_empty() {
+            eprintln!(
+                "warning: {}: no report of shard {} (its cases are missing from the table)",
+                l.label(),
+                missing.join(", ")
+            );
+        }
+    }
     let merged = merge::merge(&loaded);
     let out = &args.out;
     let json = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";

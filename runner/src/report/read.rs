@@ -83,6 +83,7 @@ struct ReportFields {
     policy: String,
     simulated_memory: Option<String>,
     started: String,
+    selection: String,
     // Required: without it the file is some other JSON.
     cases: Option<Vec<CaseResult>>,
 }
@@ -104,6 +105,9 @@ pub struct Loaded {
     pub simulated_memory: Option<String>,
     /// The earliest start time.
     pub started: String,
+    /// The shards (K, N) it joins, from each file's `selection`; empty for
+    /// runs of a whole selection.
+    pub shards: Vec<(u32, u32)>,
     /// Each once; in the file's order from [`load_file`], by name from
     /// [`load_all`].
     pub cases: Vec<CaseResult>,
@@ -140,6 +144,12 @@ impl Loaded {
             self.started = other.started.clone();
         }
         self.files.extend(other.files);
+        for s in other.shards {
+            if !self.shards.contains(&s) {
+                self.shards.push(s);
+            }
+        }
+        self.shards.sort();
         for c in other.cases {
             match self.cases.iter_mut().find(|m| m.name == c.name) {
                 Some(mine) if later => *mine = c,
@@ -192,8 +202,35 @@ fn from_fields(fields: ReportFields) -> Result<Loaded, String> {
         policy: fields.policy,
         simulated_memory: fields.simulated_memory,
         started: fields.started,
+        shards: shard_of(&fields.selection).into_iter().collect(),
         cases,
     })
+}
+
+/// The shard `K/N` a selection names (`is in shard 2/3`), if any.
+fn shard_of(selection: &str) -> Option<(u32, u32)> {
+    let (_, rest) = selection.split_once("shard ")?;
+    let spec = rest
+        .split(|c: char| !(c.is_ascii_digit() || c == '/'))
+        .next()?;
+    let (k, n) = spec.split_once('/')?;
+    Some((k.parse().ok()?, n.parse().ok()?))
+}
+
+impl Loaded {
+    /// The shards of its runs that it lacks (`2/3`), when it joins shards.
+    pub fn missing_shards(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        let counts: Vec<u32> = self.shards.iter().map(|s| s.1).collect();
+        for &n in counts.iter().collect::<std::collections::BTreeSet<_>>() {
+            for k in 1..=n {
+                if !self.shards.contains(&(k, n)) {
+                    missing.push(format!("{k}/{n}"));
+                }
+            }
+        }
+        missing
+    }
 }
 
 /// A version 1 case has the verdict in `status`: split it into both.
@@ -240,6 +277,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
         for file in report_files(p)? {
             let mut one = load_file(&file)?;
             one.cases.sort_by(|a, b| a.name.cmp(&b.name));
+            one.shards.sort();
             match out.iter_mut().find(|l| l.label() == one.label()) {
                 Some(l) => l.absorb(one),
                 None => out.push(one),
@@ -261,5 +299,39 @@ pub fn load_one(path: &Path) -> Result<Loaded, String> {
             all.len(),
             all.iter().map(Loaded::label).collect::<Vec<_>>().join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, selection: &str) {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let json = format!(
+            r#"{{"schema_version": 2, "device": {{"name": "GPU X"}}, "policy": "vkcopy", "started": "{name}", "selection": "{selection}", "cases": [{{"name": "c{name}", "status": "pass", "verdict": "pass"}}]}}"#
+        );
+        std::fs::write(d.join("results.json"), json).unwrap();
+    }
+
+    #[test]
+    fn shards_joined_say_which_are_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "1", "matches 'basic::*', is in shard 1/3");
+        write(dir.path(), "3", "is in shard 3/3");
+        let all = load_all(&[dir.path().to_owned()]).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].shards, [(1, 3), (3, 3)]);
+        assert_eq!(all[0].missing_shards(), ["2/3"]);
+        assert_eq!(all[0].cases.len(), 2);
+        write(dir.path(), "2", "is in shard 2/3");
+        let all = load_all(&[dir.path().to_owned()]).unwrap();
+        assert!(all[0].missing_shards().is_empty());
+        // A whole run has no shards, and none missing.
+        let whole = tempfile::tempdir().unwrap();
+        write(whole.path(), "w", "all");
+        let all = load_all(&[whole.path().to_owned()]).unwrap();
+        assert!(all[0].shards.is_empty() && all[0].missing_shards().is_empty());
     }
 }
