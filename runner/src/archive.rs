@@ -317,11 +317,7 @@ pub fn default_folder(file: &Path) -> Result<PathBuf, String> {
 }
 
 fn collect(dir: &Path, under: &str, files: &mut Vec<(String, PathBuf)>) -> Result<(), String> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
+    let entries = crate::files::sorted_entries(dir)?;
     for path in entries {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;

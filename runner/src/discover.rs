@@ -106,11 +106,7 @@ fn visit(
         ));
     }
     seen.insert(real, dir.to_owned());
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
+    let entries = crate::files::sorted_entries(dir)?;
     for path in entries {
         // Follows links; a dangling link is listed if named like a case.
         let is_dir = std::fs::metadata(&path).is_ok_and(|m| m.is_dir());

@@ -35,6 +35,16 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
+/// The entries of the folder `dir`, sorted by path.
+pub fn sorted_entries(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
 /// Whether a YAML text has nothing but blank lines and comments.
 pub fn blank(src: &str) -> bool {
     src.lines()
