@@ -3,14 +3,18 @@
 //!
 //! Each case runs in a worker process of `vkcopy-suite` as under `vkcopy-suite
 //! run` (a crash or hang fails only its test, with the status `crash` or
-//! `timeout`); one worker per test thread, replaced after a crash.
+//! `timeout`); one worker per test thread, replaced after a crash. A worker
+//! is never handed to another thread: it dies with the thread that started it
+//! (`PR_SET_PDEATHSIG`), and libtest ends a thread as soon as no test is left
+//! for it, while others may still be running theirs.
 //!
 //! A case the device cannot run is ignored, with the reason as its kind. With
 //! no Vulkan device at all, device cases are ignored with the reason, or fail
 //! when `CI` is set (CI must really run them).
 
+use std::cell::RefCell;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use vkcopy_suite::discover::cases_root;
@@ -19,6 +23,11 @@ use vkcopy_suite::runtime::Choice;
 use vkcopy_suite::schedule::{self, Schedule, DEFAULT_TIMEOUT};
 use vkcopy_suite::suite::{Config, Decision, Suite};
 use vkcopy_suite::worker::{Overrides, Spawn, Worker};
+
+thread_local! {
+    /// This test thread's worker, started by its first case.
+    static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
+}
 
 fn main() {
     let args = Arguments::from_args();
@@ -54,8 +63,6 @@ fn main() {
         spawn: Some(spawn),
         stop: Default::default(),
     });
-    // Idle workers, taken by a test thread for a case and given back after it.
-    let idle: Arc<Mutex<Vec<Worker>>> = Arc::default();
     let suite = Arc::new(Suite::open(config).unwrap_or_else(|e| exit(e)));
     let entries = suite.entries(None).unwrap_or_else(|e| exit(e));
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
@@ -71,14 +78,10 @@ fn main() {
             trials.push(trial.with_kind(kind).with_ignored_flag(true));
             continue;
         }
-        let (suite, schedule, idle) =
-            (Arc::clone(&suite), Arc::clone(&schedule), Arc::clone(&idle));
+        let (suite, schedule) = (Arc::clone(&suite), Arc::clone(&schedule));
         trials.push(Trial::test(entry.name.clone(), move || {
-            let mut worker = idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let record = schedule::run_case(&suite, &entry, &schedule, &mut worker);
-            if let Some(w) = worker {
-                idle.lock().unwrap_or_else(|p| p.into_inner()).push(w);
-            }
+            let record = WORKER
+                .with_borrow_mut(|worker| schedule::run_case(&suite, &entry, &schedule, worker));
             match record.verdict.fails_run(false) {
                 false => Ok(()),
                 true => Err(Failed::from(format!(
