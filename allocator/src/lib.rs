@@ -136,10 +136,10 @@ pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_W
 #[cfg(feature = "emulate")]
 pub use runtime::emulate::Emulate;
 pub use runtime::launch::{Access, Arg};
-pub use runtime::options::{ContextOptions, DeviceCopy, MappedUpload, SmallCopyQueue, ENVIRONMENT};
+pub use runtime::mapped_choice::MappedCalibration;
+pub use runtime::options::{ContextOptions, DeviceCopy, MappedCopy, SmallCopyQueue, ENVIRONMENT};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
 pub use runtime::raw_copy::RawCopy;
-pub use runtime::upload_choice::UploadCalibration;
 pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{box_text, CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};

@@ -7,7 +7,7 @@ mod common;
 
 use common::{assert_clean, context, counter, validation_installed};
 use vkcopy::{
-    Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, MappedUpload, Policy,
+    Buffer, Context, ContextOptions, CopyPath, DeviceCopy, Dim, ElemType, MappedCopy, Policy,
     SmallCopyQueue,
 };
 
@@ -267,7 +267,7 @@ fn small_copies_by_the_gpu_measure_both_queues_once() {
     // The first small copy by the GPU: the upload, where the CPU does not write
     // device memory, else the device-to-device copy.
     let first = match ctx.mapped_upload() {
-        MappedUpload::Never => CopyPath::HostToDevice,
+        MappedCopy::Never => CopyPath::HostToDevice,
         _ => CopyPath::DeviceToDevice,
     };
     assert_eq!((c.path, c.bytes), (first, 5 * n as u64));
@@ -290,7 +290,7 @@ fn small_copies_on_the_other_queue_stay_in_order_with_large_ones() {
     // large ones on the compute queue, each reading what the other wrote.
     let Some(ctx) = context(ContextOptions {
         small_copy_queue: SmallCopyQueue::Other,
-        mapped_upload: MappedUpload::Never,
+        mapped_upload: MappedCopy::Never,
         ..options(DeviceCopy::Auto)
     }) else {
         return;
@@ -362,7 +362,7 @@ fn repeated_copies_submit_their_recording_again() {
     // the first, and moves the new bytes.
     for device_copy in [DeviceCopy::Shader, DeviceCopy::Transfer] {
         let Some(ctx) = context(ContextOptions {
-            mapped_upload: MappedUpload::Never,
+            mapped_upload: MappedCopy::Never,
             ..options(device_copy)
         }) else {
             return;
@@ -398,7 +398,7 @@ fn profiled_copies_are_recorded_each_time() {
     // never kept. A queue without timestamps is timed on the host, and its
     // recordings are kept as ever.
     let Some(ctx) = context(ContextOptions {
-        mapped_upload: MappedUpload::Never,
+        mapped_upload: MappedCopy::Never,
         small_copy_queue: SmallCopyQueue::Compute,
         ..options(DeviceCopy::Transfer)
     }) else {

@@ -11,7 +11,7 @@ use std::path::Path;
 use common::{assert_clean, context, counter, noncoherent_only};
 use vkcopy::ash::vk::MemoryPropertyFlags;
 use vkcopy::memory::table::MemoryTable;
-use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedUpload, Policy, Role};
+use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedCopy, Policy, Role};
 
 fn table(name: &str) -> MemoryTable {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,7 +20,7 @@ fn table(name: &str) -> MemoryTable {
     MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn options(mapped_upload: MappedUpload) -> ContextOptions {
+fn options(mapped_upload: MappedCopy) -> ContextOptions {
     ContextOptions {
         mapped_upload,
         ..Default::default()
@@ -41,7 +41,7 @@ fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy)
 /// Whether the default device has the route (lavapipe and GPUs with resizable
 /// BAR do); a test that needs it skips, with a note, where it does not.
 fn has_route(ctx: &Context) -> bool {
-    let has = ctx.mapped_upload() != MappedUpload::Never;
+    let has = ctx.mapped_upload() != MappedCopy::Never;
     if !has {
         eprintln!("skipping: no host-visible coherent device memory off a small BAR heap");
     }
@@ -60,7 +60,7 @@ fn placed(ctx: &Context, role: Role) -> Option<(u32, u64)> {
 
 #[test]
 fn small_uploads_are_written_by_the_cpu() {
-    let Some(ctx) = context(options(MappedUpload::Always)) else {
+    let Some(ctx) = context(options(MappedCopy::Always)) else {
         return;
     };
     if !has_route(&ctx) {
@@ -105,11 +105,19 @@ fn small_uploads_are_written_by_the_cpu() {
 #[test]
 fn off_and_the_halide_policies_stage_every_upload() {
     for (opts, what) in [
-        (options(MappedUpload::Never), "off"),
+        (
+            // Buffers go to host-visible device memory for either way; with
+            // both off they stay in device memory.
+            ContextOptions {
+                mapped_readback: MappedCopy::Never,
+                ..options(MappedCopy::Never)
+            },
+            "off",
+        ),
         (
             ContextOptions {
                 policy: Policy::Halide,
-                ..options(MappedUpload::Always)
+                ..options(MappedCopy::Always)
             },
             "halide",
         ),
@@ -117,7 +125,7 @@ fn off_and_the_halide_policies_stage_every_upload() {
         let Some(ctx) = context(opts) else {
             return;
         };
-        assert_eq!(ctx.mapped_upload(), MappedUpload::Never, "{what}");
+        assert_eq!(ctx.mapped_upload(), MappedCopy::Never, "{what}");
         let mut g = Buffer::new("g", ElemType::I32, &[256]).unwrap();
         assert_eq!(round_trip(&ctx, &mut g, |c| 3 * c[0]), 0, "{what}");
         assert_eq!(counter(&ctx, "copies_to_device_mapped"), 0, "{what}");
@@ -130,7 +138,7 @@ fn off_and_the_halide_policies_stage_every_upload() {
 
 #[test]
 fn auto_measures_the_first_upload_of_a_size_class() {
-    let Some(ctx) = context(options(MappedUpload::Auto)) else {
+    let Some(ctx) = context(options(MappedCopy::Auto)) else {
         return;
     };
     if !has_route(&ctx) {
@@ -158,7 +166,7 @@ fn auto_measures_the_first_upload_of_a_size_class() {
 fn large_buffers_stay_in_device_memory_on_the_h200() {
     let opts = ContextOptions {
         simulate_memory: Some(table("nvidia-h200")),
-        ..options(MappedUpload::Always)
+        ..options(MappedCopy::Always)
     };
     let Some(ctx) = context(opts) else {
         return;
@@ -183,12 +191,12 @@ fn a_small_bar_heap_is_never_taken_for_small_buffers() {
     // BAR heap, kept for what needs it; there is no route.
     let opts = ContextOptions {
         simulate_memory: Some(table("nvidia-rtx4070-no-rebar")),
-        ..options(MappedUpload::Always)
+        ..options(MappedCopy::Always)
     };
     let Some(ctx) = context(opts) else {
         return;
     };
-    assert_eq!(ctx.mapped_upload(), MappedUpload::Never);
+    assert_eq!(ctx.mapped_upload(), MappedCopy::Never);
     let mut g = Buffer::new("g", ElemType::I32, &[100]).unwrap();
     assert_eq!(round_trip(&ctx, &mut g, |c| 5 - c[0]), 0);
     assert_eq!(placed(&ctx, Role::Device), Some((1, 400)));
@@ -205,12 +213,12 @@ fn non_coherent_device_memory_takes_no_cpu_writes() {
     // uploads go through the GPU.
     let opts = ContextOptions {
         simulate_memory: Some(noncoherent_only()),
-        ..options(MappedUpload::Always)
+        ..options(MappedCopy::Always)
     };
     let Some(ctx) = context(opts) else {
         return;
     };
-    assert_eq!(ctx.mapped_upload(), MappedUpload::Never);
+    assert_eq!(ctx.mapped_upload(), MappedCopy::Never);
     let mut g = Buffer::new("g", ElemType::I32, &[1000]).unwrap();
     assert_eq!(round_trip(&ctx, &mut g, |c| 11 * c[0]), 0);
     assert_eq!(placed(&ctx, Role::Device).map(|p| p.0), Some(0));
@@ -225,7 +233,7 @@ fn a_partial_write_keeps_what_the_device_wrote_beside_it() {
     // wrote since the host last wrote there.
     let opts = ContextOptions {
         simulate_memory: Some(table("nvidia-h200")),
-        ..options(MappedUpload::Always)
+        ..options(MappedCopy::Always)
     };
     let Some(ctx) = context(opts) else {
         return;
@@ -264,7 +272,7 @@ fn a_partial_write_keeps_what_the_device_wrote_beside_it() {
 fn after_a_device_write_uploads_go_by_the_gpu_until_a_readback() {
     // The device's writes end without a barrier to the host: the CPU must not
     // write the memory until one has made them available.
-    let Some(ctx) = context(options(MappedUpload::Always)) else {
+    let Some(ctx) = context(options(MappedCopy::Always)) else {
         return;
     };
     if !has_route(&ctx) {

@@ -224,7 +224,7 @@ fn repeated_copies_through_the_ring_submit_their_recording_again() {
     for queue in [SmallCopyQueue::Compute, SmallCopyQueue::Other] {
         let Some(ctx) = context(ContextOptions {
             import_host: false,
-            mapped_upload: vkcopy::MappedUpload::Never,
+            mapped_upload: vkcopy::MappedCopy::Never,
             small_copy_queue: queue,
             ..Default::default()
         }) else {

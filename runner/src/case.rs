@@ -13,7 +13,7 @@ use serde_saphyr::Spanned;
 
 use crate::selection::Selection;
 use crate::steps::Step;
-use crate::vocab::{DeviceTypeName, ElemName, MappedUploadName, PolicyName, SmallCopyQueueName};
+use crate::vocab::{DeviceTypeName, ElemName, MappedCopyName, PolicyName, SmallCopyQueueName};
 
 /// One YAML case file: a runtime case (`buffers` and `steps`) or a selection
 /// case (`selection`).
@@ -59,8 +59,15 @@ pub struct CaseFile {
     /// memory, whatever the environment says (`auto` is the runtime's default);
     /// `auto` or `always` skip the case where the device has no such memory.
     #[serde(default)]
-    #[schemars(with = "Option<MappedUploadName>")]
+    #[schemars(with = "Option<MappedCopyName>")]
     pub mapped_upload: Option<Spanned<String>>,
+    /// Whether small readbacks are read by the CPU out of host-visible device
+    /// memory, whatever the environment says (`auto` is the runtime's
+    /// default); `auto` or `always` skip the case where the device has no such
+    /// memory.
+    #[serde(default)]
+    #[schemars(with = "Option<MappedCopyName>")]
+    pub mapped_readback: Option<Spanned<String>>,
     /// Which queue takes small copies by the GPU, whatever the environment
     /// says (`auto` is the runtime's default).
     #[serde(default)]

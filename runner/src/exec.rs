@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::outcome::{Outcome, Status};
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedUpload};
+use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedCopy};
 use crate::runtime::{own_state, Capability, Choice, Runtime};
 use crate::runtime::{State, StepError};
 use crate::selection;
@@ -23,8 +23,11 @@ pub fn needs(plan: &CasePlan) -> Option<(Capability, String)> {
     if r.policy.is_some() {
         return Some((Capability::Policies, String::new()));
     }
-    if r.mapped_upload.is_some_and(|m| m != MappedUpload::Never) {
-        return Some((Capability::MappedUploads, String::new()));
+    if [r.mapped_upload, r.mapped_readback]
+        .iter()
+        .any(|m| m.is_some_and(|m| m != MappedCopy::Never))
+    {
+        return Some((Capability::MappedCopies, String::new()));
     }
     if r.small_copy_queue == Some(crate::rt::SmallCopyQueue::Other) {
         return Some((Capability::SecondQueue, String::new()));
@@ -73,6 +76,9 @@ fn case_options(options: &ContextOptions, r: &RuntimePlan) -> ContextOptions {
     if let Some(m) = r.mapped_upload {
         options.mapped_upload = m;
     }
+    if let Some(m) = r.mapped_readback {
+        options.mapped_readback = m;
+    }
     if let Some(q) = r.small_copy_queue {
         options.small_copy_queue = q;
     }
@@ -118,11 +124,12 @@ fn run_vkcopy(
             return Outcome::new(status_of(&e), m, start.elapsed());
         }
     };
-    if r.mapped_upload.is_some_and(|m| m != MappedUpload::Never)
-        && ctx.mapped_upload() == MappedUpload::Never
+    let wants = |m: Option<MappedCopy>| m.is_some_and(|m| m != MappedCopy::Never);
+    if (wants(r.mapped_upload) && ctx.mapped_upload() == MappedCopy::Never)
+        || (wants(r.mapped_readback) && ctx.mapped_readback() == MappedCopy::Never)
     {
-        let why = "needs uploads written by the CPU (`mapped_upload:`): this device has no \
-                   host-visible, host-coherent device memory off a small BAR heap";
+        let why = "needs copies made by the CPU (`mapped_upload:`, `mapped_readback:`): this \
+                   device has no host-visible, host-coherent device memory off a small BAR heap";
         return Outcome::new(Status::Skip, why.into(), start.elapsed());
     }
     let mut state = State::new(&ctx, r.slots.clone());

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{span_bytes, Context, Dim, ElemType, MappedUpload, MemoryTable, Policy, Role};
+use crate::rt::{span_bytes, Context, Dim, ElemType, MappedCopy, MemoryTable, Policy, Role};
 use crate::selection::{self, SelectionPlan};
 use crate::steps::measure::{self, Timed};
 use crate::steps::{async_copies, checks, compute, copies, memory, views, Op, OpKind};
@@ -228,7 +228,9 @@ impl Ctx<'_> {
     /// buffers go where the CPU can write their uploads, as the runtime places them.
     fn device_memory(&self, slot: usize) -> String {
         let bytes = span_bytes(self.r.slot_elems[slot], &self.r.slot_dims[slot]).unwrap_or(0);
-        let mapped = self.r.mapped_upload.unwrap_or_default() != MappedUpload::Never;
+        let mapped = [self.r.mapped_upload, self.r.mapped_readback]
+            .iter()
+            .any(|m| m.unwrap_or_default() != MappedCopy::Never);
         let role = self.policy.device_role(self.table, u32::MAX, bytes, mapped);
         format!("device memory ({role}): {}", self.memory(role))
     }

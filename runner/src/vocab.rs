@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::names;
 use crate::requires::DeviceReq;
 use crate::rt::{
-    counter_names, ElemType, MappedUpload, MemoryCaching, MemoryUsage, MemoryVisibility, Policy,
+    counter_names, ElemType, MappedCopy, MemoryCaching, MemoryUsage, MemoryVisibility, Policy,
     Role, SmallCopyQueue,
 };
 
@@ -122,11 +122,11 @@ fn small_copy_queue_description(q: SmallCopyQueue) -> &'static str {
     }
 }
 
-fn mapped_upload_description(m: MappedUpload) -> &'static str {
+fn mapped_copy_description(m: MappedCopy) -> &'static str {
     match m {
-        MappedUpload::Auto => "the faster of the CPU's write and the GPU's copy, measured per size class under 4 MiB (the default)",
-        MappedUpload::Never => "every upload goes through the GPU",
-        MappedUpload::Always => "every upload into host-visible device memory",
+        MappedCopy::Auto => "the faster of the CPU's copy and the GPU's, measured per size class under 4 MiB (the default)",
+        MappedCopy::Never => "every such copy goes through the GPU",
+        MappedCopy::Always => "the CPU makes every such copy into or out of host-visible device memory",
     }
 }
 
@@ -136,7 +136,7 @@ fn role_description(r: Role) -> &'static str {
         Role::Upload => "staging for host-to-device copies: the host writes, the device reads",
         Role::Device => "a buffer's device memory: only the device uses it",
         Role::DeviceMapped => {
-            "a small buffer's device memory, host-visible where the device has such memory off a small BAR heap: the host may write its uploads"
+            "a small buffer's device memory, host-visible where the device has such memory off a small BAR heap: the host may write its uploads and read its readbacks"
         }
     }
 }
@@ -144,14 +144,15 @@ fn role_description(r: Role) -> &'static str {
 /// What a counter of `expect_counters` counts.
 fn counter_description(name: &str) -> String {
     let path = |p: &str| {
+        let mapped = match p.starts_with("to_host") {
+            true => ", read by the CPU out of host-visible device memory (streaming loads)",
+            false => ", written by the CPU into host-visible device memory",
+        };
         let routes = [
             ("_imported", ", straight to or from imported host memory"),
             ("_ring", ", through the staging ring"),
             ("_staged", ", through a staging buffer of their own"),
-            (
-                "_mapped",
-                ", written by the CPU into host-visible device memory",
-            ),
+            ("_mapped", mapped),
             ("_transfer", ", by vkCmdCopyBuffer"),
             ("_shader", ", by the copy shader"),
         ];
@@ -237,10 +238,10 @@ names_type!(
 );
 
 names_type!(
-    MappedUploadName,
-    "MappedUpload",
-    "Whether small uploads are written by the CPU into host-visible device memory.",
-    owned(MappedUpload::ALL.map(|m| (m.name(), mapped_upload_description(m).to_owned())))
+    MappedCopyName,
+    "MappedCopy",
+    "Whether small uploads (or readbacks) are made by the CPU in host-visible device memory: its writes, or its streaming loads.",
+    owned(MappedCopy::ALL.map(|m| (m.name(), mapped_copy_description(m).to_owned())))
 );
 
 names_type!(

@@ -15,11 +15,11 @@ use crate::profile::{CopyStats, Profile, SubmitSteps};
 use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::copy_queue::CopyQueue;
 use crate::runtime::emulate::Emulate;
-use crate::runtime::options::{ContextOptions, DeviceCopy, MappedUpload, SmallCopyQueue};
+use crate::runtime::mapped_choice::MappedChoices;
+use crate::runtime::options::{ContextOptions, DeviceCopy, MappedCopy, SmallCopyQueue};
 use crate::runtime::ring::Staging;
 use crate::runtime::route::{self, HostRoutes, RouteCounts};
 use crate::runtime::streams::Streams;
-use crate::runtime::upload_choice::MappedUploads;
 use crate::stats::{LeakReport, Stats};
 use crate::types::CopyPath;
 use crate::vk::adapter::{Adapter, DeviceInfo, DeviceSummary};
@@ -65,7 +65,10 @@ pub(crate) struct Inner {
     pub(crate) host_routes: HostRoutes,
     /// Whether uploads into host-visible device memory are written by the CPU,
     /// and what was measured to choose.
-    pub(crate) mapped_uploads: MappedUploads,
+    pub(crate) mapped_uploads: MappedChoices,
+    /// Whether readbacks from host-visible device memory are read by the CPU,
+    /// and what was measured to choose.
+    pub(crate) mapped_readbacks: MappedChoices,
     /// Copies and bytes per route.
     pub(crate) routes: RouteCounts,
     /// Halide bugs brought back; read by the runtime alone.
@@ -212,7 +215,8 @@ impl Context {
             // table has the memory for it.
             mapped: options.policy == Policy::Vkcopy
                 && !emulate.any()
-                && options.mapped_upload != MappedUpload::Never
+                && (options.mapped_upload != MappedCopy::Never
+                    || options.mapped_readback != MappedCopy::Never)
                 && allocator.maps_device_memory(),
         };
         Ok(Context {
@@ -227,7 +231,8 @@ impl Context {
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),
                 host_routes,
-                mapped_uploads: MappedUploads::new(options.mapped_upload),
+                mapped_uploads: MappedChoices::new(options.mapped_upload),
+                mapped_readbacks: MappedChoices::new(options.mapped_readback),
                 routes: RouteCounts::default(),
                 emulate,
                 allocator,

@@ -13,7 +13,7 @@ use crate::buffer::{Buffer, DeviceView};
 use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
-use crate::runtime::upload_choice::MAPPED_MAX_BYTES;
+use crate::runtime::mapped_choice::MAPPED_MAX_BYTES;
 use crate::vk::region::Region;
 
 impl Context {

@@ -3,11 +3,12 @@
 //! then costs the CPU's write alone, where the GPU path pays the driver's
 //! submission and wake-up however few its bytes.
 //!
-//! The CPU writes such memory at PCIe speed but reads it very slowly (the seed's
-//! readback bug), so only uploads take this route, and only into buffers placed
-//! for it ([`Role::DeviceMapped`](crate::Role::DeviceMapped)). Under
-//! [`MappedUpload::Auto`] the first upload of each size class is made both ways
-//! and timed; the faster way is kept for the class (`upload_choice.rs`).
+//! The CPU writes such memory at PCIe speed, but reads it very slowly (the
+//! seed's readback bug: plain loads; streaming loads, `mapped_readback.rs`, win
+//! only for a few KiB). Uploads take this route only into buffers placed for it
+//! ([`Role::DeviceMapped`](crate::Role::DeviceMapped)). Under
+//! [`MappedCopy::Auto`] the first upload of each size class is made both ways
+//! and timed; the faster way is kept for the class (`mapped_choice.rs`).
 //!
 //! Host writes before a `vkQueueSubmit` are visible to the work it submits
 //! (Vulkan spec, "Host Write Ordering Guarantees"). Only host-coherent memory
@@ -26,9 +27,9 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::runtime::context::Context;
 use crate::runtime::copy_choice::class_min_bytes;
-use crate::runtime::options::MappedUpload;
+use crate::runtime::mapped_choice::{MappedCalibration, ROUNDS};
+use crate::runtime::options::MappedCopy;
 use crate::runtime::plan::CopyPlan;
-use crate::runtime::upload_choice::{UploadCalibration, ROUNDS};
 use crate::vk::region::Region;
 
 impl Context {
@@ -36,22 +37,23 @@ impl Context {
     /// [`ContextOptions::mapped_upload`](crate::ContextOptions::mapped_upload)
     /// says, or `Never` where the context has no such route (the Halide policies,
     /// emulated bugs, or no host-visible device memory off a small BAR heap).
-    pub fn mapped_upload(&self) -> MappedUpload {
+    pub fn mapped_upload(&self) -> MappedCopy {
         if self.inner.host_routes.mapped {
             self.inner.mapped_uploads.mode
         } else {
-            MappedUpload::Never
+            MappedCopy::Never
         }
     }
 
     /// The measurements `Auto` made so far, one per size class, smallest first.
-    pub fn upload_calibrations(&self) -> Vec<UploadCalibration> {
+    pub fn upload_calibrations(&self) -> Vec<MappedCalibration> {
         self.inner.mapped_uploads.calibrations()
     }
 
-    /// Whether `region`'s memory takes mapped uploads: this context has the
-    /// route, and the memory is device-local, host-coherent and mapped.
-    pub(crate) fn takes_mapped_uploads(&self, region: &Region) -> bool {
+    /// Whether `region`'s memory takes copies by the CPU (uploads here,
+    /// readbacks in `mapped_readback.rs`): this context has the route, and the
+    /// memory is device-local, host-coherent and mapped.
+    pub(crate) fn takes_mapped_copies(&self, region: &Region) -> bool {
         use ash::vk::MemoryPropertyFlags as F;
         self.inner.host_routes.mapped
             && !region.is_wrapped()
@@ -124,7 +126,7 @@ impl Context {
             best_mapped = best_mapped.min(t.elapsed().as_secs_f64());
         }
         let mapped = best_mapped < best_copy;
-        self.inner.mapped_uploads.learn(UploadCalibration {
+        self.inner.mapped_uploads.learn(MappedCalibration {
             min_bytes: class_min_bytes(plan.bytes()),
             bytes: plan.bytes(),
             mapped_seconds: best_mapped,

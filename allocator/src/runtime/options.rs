@@ -31,8 +31,13 @@ pub struct ContextOptions {
     pub device_copy: DeviceCopy,
     /// Whether small uploads may be written by the CPU straight into device
     /// memory that is host-visible, skipping staging and the GPU. Default:
-    /// [`MappedUpload::Auto`].
-    pub mapped_upload: MappedUpload,
+    /// [`MappedCopy::Auto`].
+    pub mapped_upload: MappedCopy,
+    /// Whether small readbacks may be read by the CPU straight from device
+    /// memory that is host-visible, with streaming loads, skipping staging and
+    /// the GPU, once the device's writes to it are done and available. Default:
+    /// [`MappedCopy::Auto`].
+    pub mapped_readback: MappedCopy,
     /// Which queue takes small copies by the GPU (under 1 MiB): the compute
     /// queue, a second queue (the transfer family's where there is one), or the
     /// faster of the two as measured on the first. Default: [`SmallCopyQueue::Auto`].
@@ -110,27 +115,29 @@ pub enum DeviceCopy {
 
 mode_names!(DeviceCopy, [Auto => "auto", Transfer => "transfer", Shader => "shader"]);
 
-/// Whether small uploads are written by the CPU into device memory (as NVIDIA's
-/// GDRCopy does for CUDA). Only under the vkcopy policy with no emulated Halide
-/// bug, and only where the device has host-visible, host-coherent device memory
-/// off a small BAR heap (resizable BAR, integrated GPUs, CPU devices): then
-/// buffers under 4 MiB are placed there ([`Role::DeviceMapped`](crate::Role::DeviceMapped)).
-/// Readbacks never read device memory with the CPU.
+/// Whether small copies between host memory and device memory that is
+/// host-visible are made by the CPU (as NVIDIA's GDRCopy does for CUDA): its
+/// writes for uploads ([`ContextOptions::mapped_upload`]), its streaming loads
+/// for readbacks ([`ContextOptions::mapped_readback`]). Only under the vkcopy
+/// policy with no emulated Halide bug, and only where the device has
+/// host-visible, host-coherent device memory off a small BAR heap (resizable
+/// BAR, integrated GPUs, CPU devices): then buffers under 4 MiB are placed
+/// there ([`Role::DeviceMapped`](crate::Role::DeviceMapped)) unless both modes
+/// are `Never`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum MappedUpload {
-    /// The faster of the CPU's write and the staged GPU copy, measured on the
-    /// first upload of each size class (a factor of 4 in bytes) under 4 MiB;
-    /// larger uploads use the GPU.
+pub enum MappedCopy {
+    /// The faster of the CPU's copy and the GPU's, measured on the first copy
+    /// of each size class (a factor of 4 in bytes) under 4 MiB; larger copies
+    /// use the GPU.
     #[default]
     Auto,
-    /// Uploads go through the GPU, and buffers are placed as the device role
-    /// says.
+    /// Copies go through the GPU.
     Never,
-    /// Every upload into host-visible device memory, whatever its size.
+    /// Every copy into (or out of) host-visible device memory, whatever its size.
     Always,
 }
 
-mode_names!(MappedUpload, [Auto => "auto", Never => "never", Always => "always"]);
+mode_names!(MappedCopy, [Auto => "auto", Never => "never", Always => "always"]);
 
 /// Which queue takes small blocking copies by the GPU (under 1 MiB: uploads by
 /// copy, readbacks, device-to-device copies). Only under the vkcopy policy with
@@ -170,6 +177,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "small uploads written by the CPU into host-visible device memory: auto (default, measured), never or always",
     ),
     (
+        "VKCOPY_MAPPED_READBACK",
+        "small readbacks read by the CPU from host-visible device memory: auto (default, measured), never or always",
+    ),
+    (
         "VKCOPY_SMALL_COPY_QUEUE",
         "the queue of small copies by the GPU: auto (default, measured), compute or other",
     ),
@@ -207,7 +218,7 @@ pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_m
 
 impl Default for ContextOptions {
     /// The default device, no validation, the vkcopy policy, host import on,
-    /// default blocks, measured device copies and mapped uploads, the device's
+    /// default blocks, measured device copies, mapped uploads and readbacks, the device's
     /// own memory table, no emulated bugs.
     fn default() -> Self {
         ContextOptions {
@@ -217,7 +228,8 @@ impl Default for ContextOptions {
             import_host: true,
             alloc_config: AllocConfig::default(),
             device_copy: DeviceCopy::Auto,
-            mapped_upload: MappedUpload::Auto,
+            mapped_upload: MappedCopy::Auto,
+            mapped_readback: MappedCopy::Auto,
             small_copy_queue: SmallCopyQueue::Auto,
             timeout: DEFAULT_TIMEOUT,
             spin: DEFAULT_SPIN,
@@ -258,6 +270,7 @@ impl ContextOptions {
     /// - `VKCOPY_IMPORT_HOST`: [`ContextOptions::import_host`] (`0` turns it off);
     /// - `VKCOPY_DEVICE_COPY`: [`ContextOptions::device_copy`];
     /// - `VKCOPY_MAPPED_UPLOAD`: [`ContextOptions::mapped_upload`];
+    /// - `VKCOPY_MAPPED_READBACK`: [`ContextOptions::mapped_readback`];
     /// - `VKCOPY_SMALL_COPY_QUEUE`: [`ContextOptions::small_copy_queue`];
     /// - `VKCOPY_ALLOC_CONFIG`: [`ContextOptions::alloc_config`], as [`AllocConfig::parse`] reads it;
     /// - `VKCOPY_SIMULATE_MEMORY`: a YAML memory table (features `simulate`, `yaml`);
@@ -303,6 +316,13 @@ impl ContextOptions {
         if let Some(v) = var("VKCOPY_MAPPED_UPLOAD") {
             options.mapped_upload = v.parse().map_err(|reason| Error::BadSetting {
                 name: "VKCOPY_MAPPED_UPLOAD",
+                value: v.clone(),
+                reason,
+            })?;
+        }
+        if let Some(v) = var("VKCOPY_MAPPED_READBACK") {
+            options.mapped_readback = v.parse().map_err(|reason| Error::BadSetting {
+                name: "VKCOPY_MAPPED_READBACK",
                 value: v.clone(),
                 reason,
             })?;

@@ -26,8 +26,8 @@ pub(crate) enum Via {
     Ring,
     /// Through a staging buffer made for this copy, as Halide does.
     Staged,
-    /// The CPU writes straight into host-visible device memory: no staging, no
-    /// submission (uploads only: the CPU reads such memory very slowly).
+    /// The CPU writes straight into host-visible device memory, or reads
+    /// straight out of it with streaming loads: no staging, no submission.
     Mapped,
     /// `vkCmdCopyBuffer` between device regions.
     Transfer,
@@ -56,7 +56,7 @@ pub(crate) struct Route {
 }
 
 /// Every route, in counter order.
-pub(crate) const ROUTES: [Route; 9] = {
+pub(crate) const ROUTES: [Route; 10] = {
     use CopyPath::*;
     use Via::*;
     const fn r(path: CopyPath, via: Via) -> Route {
@@ -70,6 +70,7 @@ pub(crate) const ROUTES: [Route; 9] = {
         r(DeviceToHost, Imported),
         r(DeviceToHost, Ring),
         r(DeviceToHost, Staged),
+        r(DeviceToHost, Mapped),
         r(DeviceToDevice, Transfer),
         r(DeviceToDevice, Shader),
     ]
@@ -142,8 +143,9 @@ pub(crate) struct HostRoutes {
     /// stages (cases about staging placement on recorded tables, and Halide's
     /// staging layout bug, need one staging buffer per copy).
     pub(crate) ring: bool,
-    /// Small buffers get host-visible device memory, and uploads into it may be
-    /// written by the CPU ([`Via::Mapped`], `mapped_upload.rs`).
+    /// Small buffers get host-visible device memory, and uploads into it and
+    /// readbacks from it may be made by the CPU ([`Via::Mapped`],
+    /// `mapped_upload.rs`, `mapped_readback.rs`).
     pub(crate) mapped: bool,
 }
 

@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
+use crate::runtime::mapped_choice::Choice as MappedChoice;
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::{Route, Via, IMPORT_MIN_BYTES};
-use crate::runtime::upload_choice::Choice as MappedChoice;
 use crate::types::{CopyPath, Dim};
 use crate::vk::allocator::Allocation;
 use crate::vk::region::Region;
@@ -410,7 +410,7 @@ impl Context {
         let host = &mem[src.0.offset..];
         let region = &*dst.0.region;
         let device = |access| (region.vk_buffer(), dst_off, access);
-        let choice = match self.takes_mapped_uploads(region) && !region.writes_unavailable() {
+        let choice = match self.takes_mapped_copies(region) && !region.writes_unavailable() {
             true => self.inner.mapped_uploads.choice(plan.bytes()),
             false => MappedChoice::Copy,
         };
@@ -479,7 +479,7 @@ impl Context {
     /// only after a readback from it, which ends with that barrier (uploads in
     /// between go by the GPU's copy, ordered after the device's writes).
     pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> DeviceWrite<'r> {
-        let marked = self.takes_mapped_uploads(dst).then_some(dst);
+        let marked = self.takes_mapped_copies(dst).then_some(dst);
         if let Some(r) = marked {
             r.mark_unavailable();
         }
@@ -531,17 +531,44 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
-        let device = (src.0.region.vk_buffer(), src_off);
-        let route = self.host_route(&plan, &mem, Role::Readback);
         let region = &*src.0.region;
+        let choice = match self.takes_mapped_copies(region) && !region.writes_unavailable() {
+            true => self.inner.mapped_readbacks.choice(plan.bytes()),
+            false => MappedChoice::Copy,
+        };
+        let offset = dst.0.offset;
+        if choice == MappedChoice::Mapped {
+            self.read_mapped(&plan, region, src_off, &mut mem[offset..])?;
+            self.record(
+                CopyPath::DeviceToHost,
+                Some(Via::Mapped),
+                plan.bytes(),
+                start,
+                None,
+            );
+            return Ok(());
+        }
+        let device = (region.vk_buffer(), src_off);
+        let route = self.host_route(&plan, &mem, Role::Readback);
         let d2h = (CopyPath::DeviceToHost, plan.bytes(), region.is_wrapped());
         let seen = region.unavailable_marks();
-        let (via, gpu) = self.on_copy_queue(sub, d2h, |sub| {
-            self.readback_by(sub, &plan, route, device, dst.0, &mut mem)
-        })?;
-        // Every readback ends with a barrier to the host, after every earlier
-        // device write the host waited for (and so every later submission on
-        // any queue waits for too).
+        let copy = |mem: &mut [u8]| {
+            self.on_copy_queue(sub, d2h, |sub| {
+                self.readback_by(sub, &plan, route, device, offset, mem)
+            })
+        };
+        // A calibration ends on the GPU's copy, whose route is counted.
+        let (via, gpu) = match choice {
+            MappedChoice::Calibrate => {
+                let mem = (&mut mem[..], offset);
+                self.calibrate_readback(&plan, (region, src_off), mem, copy)?
+                    .1
+            }
+            _ => copy(&mut mem[..])?,
+        };
+        // Every readback by the GPU ends with a barrier to the host, after every
+        // earlier device write the host waited for (and so every later
+        // submission on any queue waits for too).
         region.clear_unavailable(seen);
         self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
         Ok(())
@@ -554,14 +581,14 @@ impl Context {
         plan: &CopyPlan,
         route: Chosen,
         device: (vk::Buffer, u64),
-        dst: &HostView,
+        offset: usize,
         mem: &mut [u8],
     ) -> Result<(Via, Option<u64>)> {
         Ok(match route {
             Chosen::Imported(buffer, base) => {
                 // The GPU writes the user's memory; the submission ends with a barrier
                 // to HOST_READ and the memory is coherent.
-                let to = (buffer, base + dst.offset as u64);
+                let to = (buffer, base + offset as u64);
                 let gpu =
                     self.submit_copy(sub, plan, device, to, Some(HostSide::Dst), HostAccess::Yes);
                 if let Err(Error::Timeout { .. }) = gpu {
@@ -572,11 +599,11 @@ impl Context {
                 (Via::Imported, gpu?)
             }
             Chosen::Ring => {
-                let gpu = self.readback_staged(sub, plan, device, &mut mem[dst.offset..])?;
+                let gpu = self.readback_staged(sub, plan, device, &mut mem[offset..])?;
                 (Via::Ring, gpu)
             }
             Chosen::Staged => {
-                let gpu = self.readback_per_copy(sub, plan, device, &mut mem[dst.offset..])?;
+                let gpu = self.readback_per_copy(sub, plan, device, &mut mem[offset..])?;
                 (Via::Staged, gpu)
             }
         })

@@ -224,13 +224,23 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
 }
 
 /// What the context measured to choose its routes: per size class, the CPU's
-/// write against the GPU's copy for uploads into device memory, and
+/// write against the GPU's copy for uploads into device memory, the CPU's
+/// streaming read against the GPU's copy for readbacks from it, and
 /// `vkCmdCopyBuffer` against the copy shader for device-to-device copies.
 fn measured_choices(ctx: &Context) -> Vec<String> {
     let us = |s: f64| format!("{:.1} us", s * 1e6);
     let uploads = ctx.upload_calibrations().into_iter().map(|c| {
         format!(
             "upload class {}: CPU write {}, GPU copy {}: {}",
+            sizes::format(c.min_bytes),
+            us(c.mapped_seconds),
+            us(c.copy_seconds),
+            if c.mapped { "mapped" } else { "copy" }
+        )
+    });
+    let readbacks = ctx.readback_calibrations().into_iter().map(|c| {
+        format!(
+            "readback class {}: CPU streaming read {}, GPU copy {}: {}",
             sizes::format(c.min_bytes),
             us(c.mapped_seconds),
             us(c.copy_seconds),
@@ -257,7 +267,11 @@ fn measured_choices(ctx: &Context) -> Vec<String> {
             if c.other { "other" } else { "compute" }
         )
     });
-    uploads.chain(copies).chain(queue).collect()
+    uploads
+        .chain(readbacks)
+        .chain(copies)
+        .chain(queue)
+        .collect()
 }
 
 /// Fails on validation messages; else writes `value` to `--out` (default

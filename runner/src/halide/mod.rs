@@ -21,14 +21,14 @@ pub(crate) mod shim;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::rt::{ContextOptions, DeviceCopy, Emulate, MappedUpload, Policy, SmallCopyQueue};
+use crate::rt::{ContextOptions, DeviceCopy, Emulate, MappedCopy, Policy, SmallCopyQueue};
 pub use runtime::{HalideRuntime, CAPABILITIES};
 
 /// What of `options` cannot reach Halide's runtime, which picks its device,
 /// memory types and copy paths itself: a run is refused with it named, rather
 /// than run without it. vkcopy's defaults, and settings that only turn a
-/// vkcopy route off (`mapped_upload: never`, `device_copy: transfer`), are
-/// what Halide does anyway.
+/// vkcopy route off (`mapped_upload: never`, `mapped_readback: never`,
+/// `device_copy: transfer`), are what Halide does anyway.
 pub fn refused(options: &ContextOptions) -> Option<String> {
     let plain = ContextOptions::default();
     let mut not = Vec::new();
@@ -50,8 +50,11 @@ pub fn refused(options: &ContextOptions) -> Option<String> {
     if options.device_copy == DeviceCopy::Shader {
         not.push("VKCOPY_DEVICE_COPY=shader".into());
     }
-    if options.mapped_upload == MappedUpload::Always {
+    if options.mapped_upload == MappedCopy::Always {
         not.push("VKCOPY_MAPPED_UPLOAD=always".into());
+    }
+    if options.mapped_readback == MappedCopy::Always {
+        not.push("VKCOPY_MAPPED_READBACK=always".into());
     }
     if options.small_copy_queue == SmallCopyQueue::Other {
         not.push("VKCOPY_SMALL_COPY_QUEUE=other".into());

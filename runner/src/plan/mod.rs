@@ -10,7 +10,7 @@ use crate::case::{BufferSpec, CaseFile};
 use crate::error::CaseError;
 use crate::requires::DeviceReq;
 use crate::rt::{
-    dense_dims, Dim, ElemType, MappedUpload, MemoryTable, Policy, SmallCopyQueue, MAX_DIMS,
+    dense_dims, Dim, ElemType, MappedCopy, MemoryTable, Policy, SmallCopyQueue, MAX_DIMS,
 };
 use crate::selection::{self, recorded_table, SelectionPlan};
 use crate::steps::planner::{check_size, Planner, Slot};
@@ -39,7 +39,9 @@ pub struct RuntimePlan {
     /// The recorded table the case presents to the allocator, if any.
     pub simulate_memory: Option<MemoryTable>,
     /// How uploads into host-visible device memory go, if the case says.
-    pub mapped_upload: Option<MappedUpload>,
+    pub mapped_upload: Option<MappedCopy>,
+    /// How readbacks from host-visible device memory go, if the case says.
+    pub mapped_readback: Option<MappedCopy>,
     /// Which queue takes small copies by the GPU, if the case says.
     pub small_copy_queue: Option<SmallCopyQueue>,
     /// Declared buffers: slots `0..buffers.len()`.
@@ -290,13 +292,14 @@ fn parse_one(
                 || file.simulate_memory.is_some()
                 || file.policy.is_some()
                 || file.mapped_upload.is_some()
+                || file.mapped_readback.is_some()
                 || file.small_copy_queue.is_some()
             {
                 return Err(CaseError::new(
                     path,
                     at.line(),
                     at.column(),
-                    "a selection case has no buffers, simulate_memory, policy, mapped_upload or small_copy_queue",
+                    "a selection case has no buffers, simulate_memory, policy, mapped_upload, mapped_readback or small_copy_queue",
                 ));
             }
             if let Some(e) = no_about {
@@ -390,6 +393,7 @@ fn runtime(
         policy: named(path, "policy", &file.policy)?,
         simulate_memory,
         mapped_upload: named(path, "mapped_upload", &file.mapped_upload)?,
+        mapped_readback: named(path, "mapped_readback", &file.mapped_readback)?,
         small_copy_queue: named(path, "small_copy_queue", &file.small_copy_queue)?,
         buffers,
         slots: planner.slots.iter().map(|s| s.name.clone()).collect(),

@@ -10,8 +10,9 @@ pub enum Capability {
     SelectionPolicies,
     /// A case's `policy:`: vkcopy's selection policies on the device.
     Policies,
-    /// A case's `mapped_upload:`: uploads the CPU writes into device memory.
-    MappedUploads,
+    /// A case's `mapped_upload:` or `mapped_readback:`: copies the CPU makes
+    /// into or out of host-visible device memory.
+    MappedCopies,
     /// A case's `small_copy_queue: other`: small copies on a second queue.
     SecondQueue,
     /// `start_*`, `wait`, `expect_order`: copies that do not block.
@@ -40,7 +41,7 @@ impl Capability {
     pub const ALL: [Capability; 13] = [
         Capability::SelectionPolicies,
         Capability::Policies,
-        Capability::MappedUploads,
+        Capability::MappedCopies,
         Capability::SecondQueue,
         Capability::AsyncCopies,
         Capability::Threads,
@@ -58,7 +59,7 @@ impl Capability {
         match self {
             Capability::SelectionPolicies => "selection-policies",
             Capability::Policies => "policies",
-            Capability::MappedUploads => "mapped-uploads",
+            Capability::MappedCopies => "mapped-copies",
             Capability::SecondQueue => "second-queue",
             Capability::AsyncCopies => "async-copies",
             Capability::Threads => "threads",
@@ -77,7 +78,7 @@ impl Capability {
         match self {
             Capability::SelectionPolicies => "vkcopy's memory-type policies (a selection case)",
             Capability::Policies => "a vkcopy selection policy (`policy:`)",
-            Capability::MappedUploads => "vkcopy's uploads written by the CPU (`mapped_upload:`)",
+            Capability::MappedCopies => "vkcopy's copies made by the CPU in host-visible device memory (`mapped_upload:`, `mapped_readback:`)",
             Capability::SecondQueue => {
                 "vkcopy's small copies on a second queue (`small_copy_queue:`)"
             }

@@ -1,0 +1,206 @@
+//! How a copy between host memory and host-visible device memory is made,
+//! without Vulkan calls: by the CPU (its writes for an upload, its streaming
+//! loads for a readback) or by the GPU's copy, as the mode says, or as measured
+//! per size class under [`MappedCopy::Auto`]. Uploads and readbacks are chosen
+//! apart. The CPU's cost grows with the bytes faster than the GPU's, so a class
+//! where the GPU won decides every larger class too, and one where the CPU won
+//! every smaller class; inside a measured class, the CPU's time is scaled to
+//! the copy's bytes (a streaming read of BAR memory runs at under 1 GB/s, so
+//! the crossover can fall inside a class).
+
+use crate::runtime::calibrations::{Calibrations, Measured};
+use crate::runtime::copy_choice::class_min_bytes;
+use crate::runtime::options::MappedCopy;
+
+pub(crate) use crate::memory::policy::MAPPED_MAX_BYTES;
+
+/// Timed copies of each way per calibration; the best of each counts. Near
+/// the crossover the two differ by a few microseconds, so one more than the
+/// device copy's calibration takes.
+pub(crate) const ROUNDS: usize = 3;
+
+/// How one copy between host memory and host-visible device memory goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// The CPU makes it.
+    Mapped,
+    /// The GPU copies it, through staging or imported memory.
+    Copy,
+    /// Both, timed; the faster is kept for the size class.
+    Calibrate,
+}
+
+/// What the first upload or readback of a size class measured under
+/// [`MappedCopy::Auto`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MappedCalibration {
+    /// The class: copies of `min_bytes` up to 4 × `min_bytes` bytes.
+    pub min_bytes: u64,
+    /// Bytes of the copy that was measured.
+    pub bytes: u64,
+    /// The CPU's copy, best of the rounds (host clock).
+    pub mapped_seconds: f64,
+    /// The GPU's copy with its staging, submission and wait, best of the rounds.
+    pub copy_seconds: f64,
+    /// Whether the class is copied by the CPU.
+    pub mapped: bool,
+}
+
+impl MappedCalibration {
+    /// The way for a copy of `bytes` in this class. A class spans a factor of
+    /// 4, and the CPU's time grows with the bytes where the GPU's barely moves
+    /// (its submission dominates), so the CPU's measured time is scaled to the
+    /// copy: a crossover inside the class is not taken on the wrong side.
+    fn choice(&self, bytes: u64) -> Choice {
+        let cpu = self.mapped_seconds * bytes as f64 / self.bytes.max(1) as f64;
+        match cpu < self.copy_seconds {
+            true => Choice::Mapped,
+            false => Choice::Copy,
+        }
+    }
+}
+
+/// The mode, and what `Auto` measured.
+#[derive(Debug, Default)]
+pub(crate) struct MappedChoices {
+    pub(crate) mode: MappedCopy,
+    calibrations: Calibrations<MappedCalibration>,
+}
+
+impl MappedChoices {
+    pub(crate) fn new(mode: MappedCopy) -> Self {
+        MappedChoices {
+            mode,
+            ..Default::default()
+        }
+    }
+
+    /// How a copy of `bytes` between host memory and host-visible device memory goes.
+    pub(crate) fn choice(&self, bytes: u64) -> Choice {
+        match self.mode {
+            MappedCopy::Never => Choice::Copy,
+            MappedCopy::Always => Choice::Mapped,
+            MappedCopy::Auto if bytes >= MAPPED_MAX_BYTES => Choice::Copy,
+            MappedCopy::Auto => {
+                let min = class_min_bytes(bytes);
+                self.calibrations.with(|list| {
+                    if list.iter().any(|c| !c.mapped && c.min_bytes < min) {
+                        Choice::Copy
+                    } else if list.iter().any(|c| c.mapped && c.min_bytes > min) {
+                        Choice::Mapped
+                    } else if let Some(c) = list.iter().find(|c| c.min_bytes == min) {
+                        c.choice(bytes)
+                    } else {
+                        Choice::Calibrate
+                    }
+                })
+            }
+        }
+    }
+
+    pub(crate) fn learn(&self, c: MappedCalibration) {
+        self.calibrations.learn(c);
+    }
+
+    pub(crate) fn calibrations(&self) -> Vec<MappedCalibration> {
+        self.calibrations.all()
+    }
+}
+
+impl Measured for MappedCalibration {
+    type Class = u64;
+    fn class(&self) -> u64 {
+        self.min_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A class measured at its smallest size, where the CPU took a fifth of
+    /// the GPU's time (won) or twice it (lost).
+    fn calibration(min_bytes: u64, mapped: bool) -> MappedCalibration {
+        MappedCalibration {
+            min_bytes,
+            bytes: min_bytes,
+            mapped_seconds: if mapped { 0.2 } else { 2.0 },
+            copy_seconds: 1.0,
+            mapped,
+        }
+    }
+
+    #[test]
+    fn fixed_modes_ignore_size() {
+        assert_eq!(
+            MappedChoices::new(MappedCopy::Never).choice(4),
+            Choice::Copy
+        );
+        let on = MappedChoices::new(MappedCopy::Always);
+        assert_eq!(on.choice(4), Choice::Mapped);
+        assert_eq!(on.choice(1 << 30), Choice::Mapped);
+    }
+
+    #[test]
+    fn auto_measures_each_class_once_up_to_the_limit() {
+        let m = MappedChoices::new(MappedCopy::Auto);
+        assert_eq!(m.choice(4096), Choice::Calibrate);
+        assert_eq!(m.choice(MAPPED_MAX_BYTES), Choice::Copy);
+        assert_eq!(m.choice(MAPPED_MAX_BYTES - 1), Choice::Calibrate);
+        m.learn(calibration(4096, true));
+        assert_eq!(m.choice(4096), Choice::Mapped);
+        assert_eq!(m.choice(16383), Choice::Mapped);
+        assert_eq!(m.choice(16384), Choice::Calibrate);
+    }
+
+    #[test]
+    fn a_crossover_inside_a_class_is_taken_where_the_cpu_scales_past_the_gpu() {
+        // As measured on an H100: the CPU's streaming read of 4 KiB 5 us, the
+        // GPU's readback 14 us; the CPU's time grows with the bytes.
+        let m = MappedChoices::new(MappedCopy::Auto);
+        m.learn(MappedCalibration {
+            min_bytes: 4096,
+            bytes: 4096,
+            mapped_seconds: 5e-6,
+            copy_seconds: 14e-6,
+            mapped: true,
+        });
+        assert_eq!(m.choice(4096), Choice::Mapped);
+        assert_eq!(m.choice(11_000), Choice::Mapped);
+        // 12 KiB would take the CPU 15 us.
+        assert_eq!(m.choice(12 << 10), Choice::Copy);
+        assert_eq!(m.choice(16383), Choice::Copy);
+        // Smaller classes than a CPU win are the CPU's without measuring.
+        assert_eq!(m.choice(1000), Choice::Mapped);
+        // A class measured where the GPU won, but at its largest size: the
+        // smaller copies of the class are still the CPU's where it scales under.
+        let m = MappedChoices::new(MappedCopy::Auto);
+        m.learn(MappedCalibration {
+            min_bytes: 4096,
+            bytes: 16000,
+            mapped_seconds: 20e-6,
+            copy_seconds: 14e-6,
+            mapped: false,
+        });
+        assert_eq!(m.choice(4096), Choice::Mapped);
+        assert_eq!(m.choice(16000), Choice::Copy);
+        assert_eq!(m.choice(1 << 20), Choice::Copy);
+    }
+
+    #[test]
+    fn a_class_decides_the_classes_its_winner_wins_more_clearly() {
+        let m = MappedChoices::new(MappedCopy::Auto);
+        m.learn(calibration(1 << 16, true));
+        m.learn(calibration(1 << 20, false));
+        // Smaller than a CPU win: the CPU; larger than a GPU win: the GPU.
+        assert_eq!(m.choice(1 << 10), Choice::Mapped);
+        assert_eq!(m.choice(2 << 20), Choice::Copy);
+        // Between the two: measured.
+        assert_eq!(m.choice(1 << 18), Choice::Calibrate);
+        // A class measured again replaces its old result.
+        m.learn(calibration(1 << 16, false));
+        assert_eq!(m.calibrations().len(), 2);
+        assert_eq!(m.choice(1 << 10), Choice::Calibrate);
+        assert_eq!(m.choice(1 << 17), Choice::Copy);
+    }
+}
