@@ -82,7 +82,7 @@ impl Context {
 
     /// Makes the first readback of a size class both ways, `copy` and the CPU's
     /// read, into the host memory `mem` (the view's bytes start at `offset`):
-    /// `copy` once untimed (first touches: the queue's choice, staging, page
+    /// each once untimed (first touches: the queue's choice, staging, page
     /// faults), then up to [`ROUNDS`] times each, the CPU first, and keeps the
     /// faster for the class. The GPU's copy is the last to write the host
     /// memory, so a wrong copy shows. Returns whether the class is mapped, and
@@ -95,6 +95,8 @@ impl Context {
         mut copy: impl FnMut(&mut [u8]) -> Result<T>,
     ) -> Result<(bool, T)> {
         let (mut best_copy, mut best_mapped) = (f64::INFINITY, f64::INFINITY);
+        // The first reads of a mapping fault its pages in: untimed.
+        self.read_mapped(plan, region, src_off, &mut mem[offset..])?;
         let mut last = copy(mem)?;
         for _ in 0..ROUNDS {
             let t = Instant::now();
