@@ -26,12 +26,19 @@ pub struct PlotArgs {
 /// Draws the measured copies of the reports into one SVG and its PNG.
 pub fn plot(args: &PlotArgs) -> ExitCode {
     let mut bars = Vec::new();
-    for r in &args.reports {
-        // A lone report needs no legend entry of its own; several are told apart.
+    let paths: Vec<&str> = args
+        .reports
+        .iter()
+        .map(|r| r.split_once('=').map_or(r.as_str(), |(_, p)| p))
+        .collect();
+    let short = short_labels(&paths);
+    for (r, short) in args.reports.iter().zip(short) {
+        // A lone report needs no legend entry of its own; several are told
+        // apart by what their paths do not share.
         let (label, path) = match r.split_once('=') {
             Some((l, p)) => (l.to_owned(), p),
             None if args.reports.len() == 1 => (String::new(), r.as_str()),
-            None => (r.clone(), r.as_str()),
+            None => (short, r.as_str()),
         };
         // A results.json or a run's folder (of shards), as diff takes them.
         match read::load_one(path.as_ref()) {
@@ -51,6 +58,28 @@ pub fn plot(args: &PlotArgs) -> ExitCode {
         }
         Err(e) => fail(e),
     }
+}
+
+/// The legend's names of reports given as paths: each path without the
+/// folders that every path starts with, and without a closing
+/// `results.json`, so that `reports/out/<device>/<time>-<runtime>/` is named
+/// by its last folder.
+fn short_labels(paths: &[&str]) -> Vec<String> {
+    let parts: Vec<Vec<&str>> = paths
+        .iter()
+        .map(|p| {
+            let mut v: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+            if v.len() > 1 && v.last() == Some(&"results.json") {
+                v.pop();
+            }
+            v
+        })
+        .collect();
+    let shortest = parts.iter().map(Vec::len).min().unwrap_or(0);
+    let common = (0..shortest.saturating_sub(1))
+        .take_while(|&i| parts.iter().all(|p| p[i] == parts[0][i]))
+        .count();
+    parts.iter().map(|p| p[common..].join("/")).collect()
 }
 
 /// `vkcopy-suite diff`'s options.
@@ -222,5 +251,32 @@ pub fn junit(args: &JunitArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("{}: {e}", args.out.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_labels;
+
+    #[test]
+    fn reports_are_named_by_what_their_paths_do_not_share() {
+        let out = "reports/out/llvmpipe-llvm-15-0-6-256-bits";
+        assert_eq!(
+            short_labels(&[
+                &format!("{out}/20261206T050504Z"),
+                &format!("{out}/20261206T052551Z-halide-legacy/results.json"),
+            ]),
+            ["20261206T050504Z", "20261206T052551Z-halide-legacy"]
+        );
+        // Two devices' runs keep the device's folder.
+        assert_eq!(
+            short_labels(&["out/a/t1/results.json", "out/b/t1/"]),
+            ["a/t1", "b/t1"]
+        );
+        // The same path twice stays whole at its last part.
+        assert_eq!(
+            short_labels(&["x/r.json", "x/r.json"]),
+            ["r.json", "r.json"]
+        );
     }
 }
