@@ -5,7 +5,9 @@
 set -euo pipefail
 
 packages=()
-ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1' || packages+=(libvulkan1)
+# grep reads all of ldconfig's list: with -q it would stop at the first match,
+# ldconfig would die of SIGPIPE, and pipefail would call the loader missing.
+ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1' >/dev/null || packages+=(libvulkan1)
 ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || packages+=(mesa-vulkan-drivers)
 ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1 \
   || packages+=(vulkan-validationlayers)

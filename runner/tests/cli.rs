@@ -313,7 +313,11 @@ fn plot_draws_the_measured_copies_of_reports() {
     // Grouped by copy: the label once, a bar per report, the reports in the legend.
     let label = "perf::readback_64mib: copy_to_host g";
     assert_eq!(texts.iter().filter(|t| *t == label).count(), 1, "{texts:?}");
-    for want in ["vkcopy", "legacy", "bar: best run, dot: median run"] {
+    for want in [
+        "vkcopy",
+        "legacy",
+        "bar and figure: best run; dot: median run",
+    ] {
         assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
     }
     let png = std::fs::read(dir.path().join("t.png")).unwrap();
@@ -668,7 +672,7 @@ fn a_run_writes_every_report_file_and_each_parses() {
     for want in [
         "GB/s (1e9 bytes/s), host clock",
         "microseconds per copy (host clock), copies of 64 KiB or less",
-        "bar: best run, dot: median run",
+        "bar and figure: best run; dot: median run",
         "perf::small_copy_latency: copy_to_host g",
     ] {
         assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
@@ -682,6 +686,16 @@ fn a_run_writes_every_report_file_and_each_parses() {
     assert_eq!(json["selection"], "matches 'perf::[rs]*'");
     assert!(
         summary.contains("Cases: matches 'perf::[rs]*'. Expectations: "),
+        "{summary}"
+    );
+    // So are the runtime and the memory table.
+    let types = json["memory"]["types"].as_array().map_or(0, Vec::len);
+    let heaps = json["memory"]["heaps"].as_array().map_or(0, Vec::len);
+    assert!(types > 0, "{json}");
+    assert!(
+        summary.contains(&format!(
+            "Runtime: vkcopy, policy `vkcopy`. Memory table: the device's own ({heaps} heaps, {types} types)."
+        )),
         "{summary}"
     );
     for f in json["expectations"].as_array().into_iter().flatten() {
@@ -1249,17 +1263,22 @@ fn a_killed_run_resumes_to_the_same_report() {
     assert!(String::from_utf8_lossy(&mixed.stderr).contains("--resume takes no other option"));
 }
 
-/// Cases tagged `perf` run alone, after the others, whatever `--jobs` says:
-/// in the journal, every other case ends before the first of them.
+/// Perf cases run alone, after the others, whatever `--jobs` says: in the
+/// journal, every other case ends before the first of them. A case is one by
+/// its tag, or by a `measure` step without the tag.
 #[test]
 fn perf_cases_run_alone_after_the_others() {
     let dir = fleet_cases();
     let passes = std::fs::read_to_string(dir.path().join("cases/passes.yaml")).unwrap();
     // Named to come first in path order, so that only the perf group puts them last.
-    for name in ["a_perf_1", "a_perf_2"] {
-        let text = passes
-            .replace("tags: [fast, smoke]", "tags: [perf]")
-            .replace("every_shard: true\n", "");
+    let tagged = passes
+        .replace("tags: [fast, smoke]", "tags: [perf]")
+        .replace("every_shard: true\n", "");
+    let measuring = passes
+        .replace("tags: [fast, smoke]\n", "")
+        .replace("every_shard: true\n", "")
+        + "  - measure: { copy_to_host: g, repeat: 1 }\n";
+    for (name, text) in [("a_perf_1", tagged), ("a_perf_2", measuring)] {
         std::fs::write(dir.path().join(format!("cases/{name}.yaml")), text).unwrap();
     }
     let out = fleet_run(dir.path(), &["--jobs", "3", "--filter", "*a*"])

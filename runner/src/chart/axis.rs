@@ -90,10 +90,26 @@ impl Axis {
         Axis::log(lo, 10f64.powf(hi_t))
     }
 
-    /// A linear axis from 0 to a round value at or above `top`.
+    /// A linear axis from 0 to a round value at or above `top`: of the 1-2-5
+    /// steps that cut it into 3 to 8 parts, the one whose end lies nearest
+    /// above `top` (the larger step on a tie), so that little of it is empty.
     pub fn linear(top: f64) -> Axis {
-        let step = nice_step(top / 6.0);
-        let hi = (top / step).ceil() * step;
+        let top = if top.is_finite() && top > 0.0 {
+            top
+        } else {
+            1.0
+        };
+        let parts = |step: f64| (top / step - 1e-9).ceil();
+        let mut step = nice_step(top / 8.0);
+        let mut best = (parts(step) * step, step);
+        while parts(step) >= 3.0 {
+            let hi = parts(step) * step;
+            if hi <= best.0 * (1.0 + 1e-9) {
+                best = (hi, step);
+            }
+            step = nice_step(step * 1.01);
+        }
+        let (hi, step) = best;
         let n = (hi / step).round() as usize;
         Axis {
             lo: 0.0,
@@ -220,6 +236,17 @@ mod tests {
         assert!(a.hi >= 9.4 / 0.85);
         let among = a.ticks.iter().filter(|t| **t > 5.8 && **t < 9.4).count();
         assert_eq!(among, 2);
+    }
+
+    #[test]
+    fn a_linear_axis_ends_at_the_nearest_round_value_above_its_data() {
+        // A two-run chart's bars reached 10.69 GB/s on an axis drawn to 15,
+        // ticks at 0, 5, 10 and 15: a third of it empty.
+        let a = Axis::fit([3.0, 10.69], 0.15);
+        assert_eq!(a.ticks, [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]);
+        // Equal ends: the larger step, fewer ticks.
+        assert_eq!(Axis::linear(30.0).ticks, [0.0, 10.0, 20.0, 30.0]);
+        assert_eq!(Axis::linear(1.0).ticks.len(), 6);
     }
 
     #[test]

@@ -117,7 +117,7 @@ fn legend_entries(series: &[Series], medians: bool) -> Vec<(String, Option<RGBCo
         .map(|(k, s)| (s.name.clone(), Some(colour(k))))
         .collect();
     if medians {
-        out.push(("bar: best run, dot: median run".into(), None));
+        out.push(("bar and figure: best run; dot: median run".into(), None));
     }
     out
 }
@@ -211,6 +211,15 @@ fn panel<DB: DrawingBackend>(
             if let Some(m) = v.median {
                 let at = x.pos(m);
                 last = last.max(at);
+                // A median past the bar hangs from it, so that the figure
+                // written after the dot still reads as the bar's.
+                if at > end {
+                    let y = (hi + lo) / 2.0;
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        [(end, y), (at, y)],
+                        BLACK.mix(0.5),
+                    )))?;
+                }
                 chart.draw_series(std::iter::once(Circle::new(
                     (at, (hi + lo) / 2.0),
                     3,

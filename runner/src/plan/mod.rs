@@ -65,6 +65,10 @@ pub enum PlanKind {
     Selection(SelectionPlan),
 }
 
+/// The tag of speed cases, which run alone (other cases beside them would
+/// slow them); every case with a `measure` step has it.
+pub const PERF_TAG: &str = "perf";
+
 /// A checked case, ready to run.
 #[derive(Clone, Debug)]
 pub struct CasePlan {
@@ -333,6 +337,18 @@ fn parse_one(
             }
         },
     };
+    // A case that measures speed is a perf case, tagged or not: it runs alone,
+    // and `--tags perf` selects it.
+    let measures = match &kind {
+        PlanKind::Runtime(r) => r
+            .ops
+            .iter()
+            .any(|o| matches!(o.kind, steps::OpKind::Measure(_))),
+        PlanKind::Selection(_) => false,
+    };
+    if measures && !tags.iter().any(|t| t == PERF_TAG) {
+        tags.push(PERF_TAG.to_owned());
+    }
     Ok(Ok(CasePlan {
         name: case_name(root, path),
         path: path.to_owned(),

@@ -58,6 +58,21 @@ impl Report {
             self.started,
             self.host,
         );
+        // Halide's runtimes are recorded as a policy of their own name.
+        let runtime = match self.policy.strip_prefix("halide-runtime-") {
+            Some(name) => format!("Halide's Vulkan runtime `{name}` (its own memory types)"),
+            None => format!("vkcopy, policy `{}`", self.policy),
+        };
+        let table = match (&self.simulated_memory, &self.memory) {
+            (Some(t), _) => format!("`{t}`, recorded, presented on the device"),
+            (None, Some(m)) => format!(
+                "the device's own ({} heaps, {} types)",
+                m.heaps.len(),
+                m.types.len()
+            ),
+            (None, None) => "none (no device)".to_owned(),
+        };
+        out += &format!("Runtime: {runtime}. Memory table: {table}.\n\n");
         out += &format!(
             "Cases: {}. Expectations: {}.\n\n",
             match self.selection.as_str() {
