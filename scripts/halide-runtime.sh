@@ -20,7 +20,7 @@ if [ "$what" = vkcopy-abi ]; then
   profile="${VKCOPY_ABI_PROFILE:-debug}"
   flags=()
   [ "$profile" = debug ] || flags=(--profile "$profile")
-  echo "building vkcopy-halide ($profile; about a minute after the workspace's first build, seconds when built) ..." >&2
+  echo "building vkcopy-halide ($profile; on a fresh clone it builds vkcopy first: 2-5 minutes on 2 cores; seconds when built) ..." >&2
   cargo build -q -p vkcopy-halide "${flags[@]}" >&2
   abi=(-Wl,--whole-archive "$PWD/target/$profile/libvkcopy_halide.a" -Wl,--no-whole-archive -lm)
   out="$root/vkcopy-abi/libhalide_runtime_vulkan.so"

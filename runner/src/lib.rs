@@ -20,7 +20,7 @@ pub(crate) mod error;
 pub mod exec;
 pub mod expectations;
 pub mod explain;
-pub(crate) mod files;
+pub mod files;
 pub mod halide;
 pub mod hook;
 pub mod layers;

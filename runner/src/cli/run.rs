@@ -77,9 +77,11 @@ pub struct Args {
     speed: Speed,
     #[command(flatten)]
     cases: CasesArg,
-    /// Where reports go: <DIR>/<device>/results.json and summary.md.
-    #[arg(long, default_value = "reports/out")]
-    report_dir: PathBuf,
+    /// Where reports go: <DIR>/<device>/results.json and summary.md (default:
+    /// the checkout's reports/out wherever in it the run starts, else
+    /// reports/out under the current folder).
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
     /// Present this recorded memory table to the allocator (cases/devices/X.yaml).
     #[arg(long)]
     simulate_memory: Option<PathBuf>,
@@ -349,7 +351,7 @@ fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
         Err(e) => return fail(e),
     };
     match report.write_into(&dir, chart) {
-        Ok(()) => out!("report: {}", dir.display()),
+        Ok(()) => out!("report: {}", vkcopy_suite::files::shown(&dir)),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}; its cases are in {}",
             dir.display(),
@@ -425,10 +427,11 @@ fn open_journal(
             .map_err(|e| format!("--resume {}: {e}", r.dir.display()))?;
         return Ok((r.dir, j, Some((r.header, r.done))));
     }
-    let dir = report.create_folder(&args.report_dir).map_err(|e| {
+    let report_dir = args.report_dir.clone().unwrap_or_else(default_report_dir);
+    let dir = report.create_folder(&report_dir).map_err(|e| {
         format!(
             "cannot create the report folder in {}: {e}",
-            args.report_dir.display()
+            vkcopy_suite::files::shown(&report_dir)
         )
     })?;
     let header = journal::Header {
@@ -573,5 +576,18 @@ impl Speed {
             Speed::Hold => "hold",
             Speed::Report => "report",
         }
+    }
+}
+
+/// `reports/out` of the checkout when the run starts inside it (from `cases/`
+/// or `runner/` too), so that reports never land in a stray `reports/` of a
+/// subfolder; `reports/out` under the current folder elsewhere (an unpacked
+/// archive run from a lab's folder).
+fn default_report_dir() -> PathBuf {
+    let out = PathBuf::from("reports/out");
+    let home = vkcopy_suite::discover::home();
+    match std::env::current_dir() {
+        Ok(cwd) if cwd.starts_with(&home) && home.join(".git").exists() => home.join(out),
+        _ => out,
     }
 }
