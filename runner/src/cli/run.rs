@@ -495,6 +495,13 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
             .map_err(|e| format!("--expect-device: {e}"))?;
     }
     match &suite.device {
+        // Halide's runtime picks its memory types itself: no policy of ours.
+        Ok(d) if suite.runtime.is_halide() => out!(
+            "device: {} ({}, {})",
+            d.record.name,
+            d.record.device_type,
+            d.record.driver
+        ),
         Ok(d) => out!(
             "device: {} ({}, {}), policy {}",
             d.record.name,
