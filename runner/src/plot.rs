@@ -122,11 +122,11 @@ pub fn throughput_svg_text(bars: &[Bar], title: &str) -> Result<String, String> 
         Panel { axis, groups }
     };
     let panels = [
-        panel(false, "GB/s (1e9 bytes/s), host clock".into()),
+        panel(false, "GB/s (1e9 bytes/s), host clock: longer is faster".into()),
         panel(
             true,
             format!(
-                "microseconds per copy (host clock), copies of {} KiB or less",
+                "microseconds per copy (host clock), copies of {} KiB or less: shorter is faster",
                 LATENCY_BYTES / 1024
             ),
         ),

@@ -670,8 +670,8 @@ fn a_run_writes_every_report_file_and_each_parses() {
         xml_parts(&std::fs::read_to_string(folder.join("throughput.svg")).unwrap());
     assert_eq!(elements[0], "svg");
     for want in [
-        "GB/s (1e9 bytes/s), host clock",
-        "microseconds per copy (host clock), copies of 64 KiB or less",
+        "GB/s (1e9 bytes/s), host clock: longer is faster",
+        "microseconds per copy (host clock), copies of 64 KiB or less: shorter is faster",
         "bar and figure: best run; dot: median run",
         "perf::small_copy_latency: copy_to_host g",
     ] {
