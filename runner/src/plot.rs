@@ -122,7 +122,10 @@ pub fn throughput_svg_text(bars: &[Bar], title: &str) -> Result<String, String> 
         Panel { axis, groups }
     };
     let panels = [
-        panel(false, "GB/s (1e9 bytes/s), host clock: longer is faster".into()),
+        panel(
+            false,
+            "GB/s (1e9 bytes/s), host clock: longer is faster".into(),
+        ),
         panel(
             true,
             format!(

@@ -30,7 +30,7 @@ pub(crate) mod sweep;
 use std::path::{Path, PathBuf};
 
 use crate::report::device_slug;
-use crate::rt::{Context, ContextOptions};
+use crate::rt::{Context, ContextOptions, MappedCalibration};
 pub use args::Args;
 use doc::BenchDoc;
 
@@ -229,24 +229,19 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
 /// `vkCmdCopyBuffer` against the copy shader for device-to-device copies.
 fn measured_choices(ctx: &Context) -> Vec<String> {
     let us = |s: f64| format!("{:.1} us", s * 1e6);
-    let uploads = ctx.upload_calibrations().into_iter().map(|c| {
-        format!(
-            "upload class {}: CPU write {}, GPU copy {}: {}",
-            sizes::format(c.min_bytes),
-            us(c.mapped_seconds),
-            us(c.copy_seconds),
-            if c.mapped { "mapped" } else { "copy" }
-        )
-    });
-    let readbacks = ctx.readback_calibrations().into_iter().map(|c| {
-        format!(
-            "readback class {}: CPU streaming read {}, GPU copy {}: {}",
-            sizes::format(c.min_bytes),
-            us(c.mapped_seconds),
-            us(c.copy_seconds),
-            if c.mapped { "mapped" } else { "copy" }
-        )
-    });
+    let mapped = |what: &'static str, cpu: &'static str, list: Vec<MappedCalibration>| {
+        list.into_iter().map(move |c| {
+            format!(
+                "{what} class {}: CPU {cpu} {}, GPU copy {}: {}",
+                sizes::format(c.min_bytes),
+                us(c.mapped_seconds),
+                us(c.copy_seconds),
+                if c.mapped { "mapped" } else { "copy" }
+            )
+        })
+    };
+    let uploads = mapped("upload", "write", ctx.upload_calibrations());
+    let readbacks = mapped("readback", "streaming read", ctx.readback_calibrations());
     let copies = ctx.device_copy_calibrations().into_iter().map(|c| {
         format!(
             "device copy class {}{}: transfer {}, shader {}: {}",
