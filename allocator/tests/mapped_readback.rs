@@ -156,6 +156,46 @@ fn auto_measures_the_first_readback_of_a_size_class() {
 }
 
 #[test]
+fn under_auto_a_readback_of_many_runs_goes_by_the_gpu() {
+    // Streaming loads pay a PCIe round trip per run: a crop of 32 rows is not
+    // measured, and goes by the GPU, even below a class the CPU won.
+    let Some(ctx) = context(options(MappedCopy::Auto)) else {
+        return;
+    };
+    if !has_route(&ctx) {
+        return;
+    }
+    let mut g = Buffer::new("g", ElemType::U8, &[64, 64]).unwrap();
+    let f = |c: &[i64]| (c[0] + 3 * c[1]) % 251;
+    assert_eq!(round_trip(&ctx, &mut g, f), 0);
+    let measured = ctx.readback_calibrations();
+    assert_eq!(measured.len(), 1, "{measured:?}");
+    let gpu = |ctx: &Context| {
+        ["ring", "staged", "imported"]
+            .iter()
+            .map(|r| counter(ctx, &format!("copies_to_host_{r}")))
+            .sum::<u64>()
+    };
+    let (mapped, by_gpu) = (counter(&ctx, "copies_to_host_mapped"), gpu(&ctx));
+    g.fill(|_| 0).unwrap();
+    g.set_host_dirty(false);
+    let mut crop = g.cropped("crop", &[8, 8], &[32, 32]).unwrap();
+    crop.set_device_dirty(true);
+    ctx.copy_to_host(&mut crop).unwrap();
+    drop(crop);
+    let want = |c: &[i64]| match (8..40).contains(&c[0]) && (8..40).contains(&c[1]) {
+        true => f(c),
+        false => 0,
+    };
+    assert_eq!(g.compare(want, 0).unwrap().mismatches, 0);
+    assert_eq!(counter(&ctx, "copies_to_host_mapped"), mapped);
+    assert_eq!(gpu(&ctx), by_gpu + 1);
+    assert_eq!(ctx.readback_calibrations(), measured);
+    drop(g);
+    assert_clean(&ctx);
+}
+
+#[test]
 fn never_and_the_halide_policies_read_back_by_the_gpu() {
     for (opts, what) in [
         (options(MappedCopy::Never), "never"),

@@ -17,6 +17,7 @@ use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
 use crate::runtime::mapped_choice::Choice as MappedChoice;
+use crate::runtime::options::MappedCopy;
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::{Route, Via, IMPORT_MIN_BYTES};
 use crate::types::{CopyPath, Dim};
@@ -532,10 +533,15 @@ impl Context {
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         check_host("destination", dst.0, mem.len(), plan.dst_end())?;
         let region = &*src.0.region;
-        let choice = match self.takes_mapped_copies(region) && !region.writes_unavailable() {
-            true => self.inner.mapped_readbacks.choice(plan.bytes()),
-            false => MappedChoice::Copy,
-        };
+        // Streaming loads pay a PCIe round trip per run of bytes, which a
+        // class measured on one run does not show: under `auto` only a
+        // contiguous readback is measured or read by the CPU.
+        let runs_ok = plan.chunks() == 1 || self.inner.mapped_readbacks.mode != MappedCopy::Auto;
+        let choice =
+            match self.takes_mapped_copies(region) && !region.writes_unavailable() && runs_ok {
+                true => self.inner.mapped_readbacks.choice(plan.bytes()),
+                false => MappedChoice::Copy,
+            };
         let offset = dst.0.offset;
         if choice == MappedChoice::Mapped {
             self.read_mapped(&plan, region, src_off, &mut mem[offset..])?;

@@ -52,8 +52,10 @@ pub(crate) struct DeviceShared {
     pub(crate) spin: Duration,
     /// `VK_ERROR_DEVICE_LOST` was returned: no further work is submitted.
     lost: AtomicBool,
-    /// A wait timed out: work the runtime no longer tracks may still be pending.
-    unsettled: AtomicBool,
+    /// Waits that timed out, leaving work the runtime no longer tracks pending;
+    /// and how many of them a wait for idle has covered since.
+    timeouts: AtomicU64,
+    settled: AtomicU64,
     /// Timeline values the host has seen reached, per submitter semaphore: later
     /// submissions on other queues wait for them, so work of one queue that the
     /// host waited for is visible to work of every other queue.
@@ -205,7 +207,8 @@ impl DeviceShared {
             timeout,
             spin,
             lost: AtomicBool::new(false),
-            unsettled: AtomicBool::new(false),
+            timeouts: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
             reached: Mutex::default(),
             retired: AtomicU64::new(0),
             owned,
@@ -260,14 +263,17 @@ impl DeviceShared {
 
     /// Notes that a wait timed out, leaving work pending.
     pub(crate) fn timed_out(&self) {
-        self.unsettled.store(true, Ordering::Release);
+        self.timeouts.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Before memory or buffers are freed: after a timed-out wait, waits for the
-    /// device to be idle, as work left pending may still use them.
+    /// Before memory or buffers are freed, or the host touches device memory:
+    /// after a timed-out wait, waits for the device to be idle, as work left
+    /// pending may still use them. Marked settled only once idle, so a caller
+    /// meanwhile waits too; a timeout during the wait stays unsettled.
     pub(crate) fn settle(&self) {
-        if self.unsettled.swap(false, Ordering::AcqRel) && self.wait_idle().is_err() {
-            self.unsettled.store(true, Ordering::Release);
+        let t = self.timeouts.load(Ordering::Acquire);
+        if self.settled.load(Ordering::Acquire) < t && self.wait_idle().is_ok() {
+            self.settled.fetch_max(t, Ordering::AcqRel);
         }
     }
 

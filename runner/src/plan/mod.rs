@@ -340,10 +340,7 @@ fn parse_one(
     // A case that measures speed is a perf case, tagged or not: it runs alone,
     // and `--tags perf` selects it.
     let measures = match &kind {
-        PlanKind::Runtime(r) => r
-            .ops
-            .iter()
-            .any(|o| matches!(o.kind, steps::OpKind::Measure(_))),
+        PlanKind::Runtime(r) => r.ops.iter().any(Op::measures),
         PlanKind::Selection(_) => false,
     };
     if measures && !tags.iter().any(|t| t == PERF_TAG) {

@@ -315,6 +315,17 @@ pub enum OpKind {
 }
 
 impl Op {
+    /// Whether the step measures speed, or holds a step that does.
+    pub fn measures(&self) -> bool {
+        match &self.kind {
+            OpKind::Measure(_) => true,
+            OpKind::ExpectError { op, .. } => op.measures(),
+            OpKind::Repeat { ops, .. } => ops.iter().any(Op::measures),
+            OpKind::Threads { ops, .. } => ops.iter().flatten().any(Op::measures),
+            _ => false,
+        }
+    }
+
     /// Where the step was written, for messages: `line 12` or `line 12 (t = 3)`.
     pub fn place(&self) -> String {
         if self.iteration.is_empty() {
