@@ -7,18 +7,8 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{assert_clean, context, counter, noncoherent_only};
-use vkcopy::memory::table::MemoryTable;
+use common::{assert_clean, context, counter, noncoherent_only, round_trip, table};
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedCopy, Policy};
-
-fn table(name: &str) -> MemoryTable {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../cases/devices")
-        .join(format!("{name}.yaml"));
-    MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
 
 /// Uploads written by the CPU, so that no device write is pending when a
 /// readback starts, and readbacks as `mapped_readback` says.
@@ -38,17 +28,6 @@ fn has_route(ctx: &Context) -> bool {
         eprintln!("skipping: no host-visible coherent device memory off a small BAR heap");
     }
     has
-}
-
-/// Uploads `buf` filled with `f`, wipes its host, reads it back: the mismatches.
-fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy) -> u64 {
-    buf.fill(f).unwrap();
-    ctx.copy_to_device(buf).unwrap();
-    buf.fill(|_| -1).unwrap();
-    buf.set_host_dirty(false);
-    buf.set_device_dirty(true);
-    ctx.copy_to_host(buf).unwrap();
-    buf.compare(f, 1).unwrap().mismatches
 }
 
 #[test]

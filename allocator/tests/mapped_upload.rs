@@ -6,36 +6,15 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{assert_clean, context, counter, noncoherent_only};
+use common::{assert_clean, context, counter, noncoherent_only, round_trip, table};
 use vkcopy::ash::vk::MemoryPropertyFlags;
-use vkcopy::memory::table::MemoryTable;
 use vkcopy::{Buffer, Context, ContextOptions, ElemType, MappedCopy, Policy, Role};
-
-fn table(name: &str) -> MemoryTable {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../cases/devices")
-        .join(format!("{name}.yaml"));
-    MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn options(mapped_upload: MappedCopy) -> ContextOptions {
     ContextOptions {
         mapped_upload,
         ..Default::default()
     }
-}
-
-/// Uploads `buf` filled with `f`, wipes its host, reads it back: the mismatches.
-fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy) -> u64 {
-    buf.fill(f).unwrap();
-    ctx.copy_to_device(buf).unwrap();
-    buf.fill(|_| -1).unwrap();
-    buf.set_host_dirty(false);
-    buf.set_device_dirty(true);
-    ctx.copy_to_host(buf).unwrap();
-    buf.compare(f, 1).unwrap().mismatches
 }
 
 /// Whether the default device has the route (lavapipe and GPUs with resizable

@@ -1,12 +1,13 @@
 //! What the integration tests share: a context on the default device, the
-//! end-of-test checks, the runtime's counters by name, and a simulated table
-//! of non-coherent host memory.
+//! end-of-test checks, the runtime's counters by name, a buffer's round trip,
+//! recorded tables of `cases/devices/`, and a simulated table of non-coherent
+//! host memory.
 
 #![allow(dead_code)]
 
 use vkcopy::ash::vk;
 use vkcopy::memory::table::{DeviceType, MemoryHeap, MemoryTable, MemoryType};
-use vkcopy::{Context, ContextOptions, Error};
+use vkcopy::{Buffer, Context, ContextOptions, Error};
 
 /// Whether the Khronos validation layer is installed here and not turned off
 /// (`VKCOPY_VALIDATION=0`).
@@ -88,4 +89,23 @@ pub fn counter(ctx: &Context, name: &str) -> u64 {
         .find(|(k, _)| *k == name)
         .unwrap_or_else(|| panic!("no counter {name}"))
         .1
+}
+
+/// The recorded table `cases/devices/<name>.yaml`.
+pub fn table(name: &str) -> MemoryTable {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cases/devices")
+        .join(format!("{name}.yaml"));
+    MemoryTable::from_yaml_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Uploads `buf` filled with `f`, wipes its host, reads it back: the mismatches.
+pub fn round_trip(ctx: &Context, buf: &mut Buffer, f: impl Fn(&[i64]) -> i64 + Copy) -> u64 {
+    buf.fill(f).unwrap();
+    ctx.copy_to_device(buf).unwrap();
+    buf.fill(|_| -1).unwrap();
+    buf.set_host_dirty(false);
+    buf.set_device_dirty(true);
+    ctx.copy_to_host(buf).unwrap();
+    buf.compare(f, 1).unwrap().mismatches
 }
