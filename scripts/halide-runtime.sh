@@ -12,10 +12,19 @@
 # Use it with VKCOPY_RUNTIME=halide:PATH or `vkcopy-suite run --runtime halide:PATH`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:?usage: scripts/halide-runtime.sh VERSION|RUNTIME_OBJECT|vkcopy-abi}"
+what="${1:?usage: scripts/halide-runtime.sh VERSION|VERSION-fixed|RUNTIME_OBJECT|vkcopy-abi|vkcopy-jit}"
 root="$PWD/target/halide"
 
 abi=()
+link=()
+if [ "$what" = vkcopy-jit ]; then
+  # The same library for programs Halide 19.0.0 compiles JIT
+  # (scripts/halide-tests.sh): with 19.0.0's generic runtime of its own, bound
+  # to itself (-Bsymbolic), since the JIT's generic runtime lives in the JIT's
+  # memory; halide-abi/jit/vulkan_bridge.cpp opens it.
+  what=vkcopy-abi
+  jit=19.0.0
+fi
 if [ "$what" = vkcopy-abi ]; then
   profile="${VKCOPY_ABI_PROFILE:-debug}"
   flags=()
@@ -24,13 +33,28 @@ if [ "$what" = vkcopy-abi ]; then
   cargo build -q -p vkcopy-halide "${flags[@]}" >&2
   abi=(-Wl,--whole-archive "$PWD/target/$profile/libvkcopy_halide.a" -Wl,--no-whole-archive -lm)
   out="$root/vkcopy-abi/libhalide_runtime_vulkan.so"
-  obj="$root/21.0.0/halide_runtime_x86-64-linux.o"
-  what=21.0.0
+  what="${jit:-21.0.0}"
+  obj="$root/$what/halide_runtime_x86-64-linux.o"
+  if [ -n "${jit:-}" ]; then
+    out="$root/vkcopy-jit/libvkcopy_halide_jit.so"
+    link=(-Wl,-Bsymbolic)
+  fi
   target=x86-64-linux
   if [ -f "$out" ] && [ "$out" -nt "${abi[1]}" ] && [ "$out" -nt "$obj" ]; then
     echo "$out"
     exit 0
   fi
+elif [ "${what%-fixed}" != "$what" ]; then
+  # A release with the seed's readback fix: its runtime module rebuilt from
+  # the release's sources with scripts/patches/halide-VERSION-readback-fix.patch,
+  # preloaded while the release's wheel writes the standalone runtime.
+  preload=$(scripts/halide-runtime-module.sh "${what%-fixed}" "$what" \
+    "scripts/patches/halide-${what%-fixed}-readback-fix.patch")
+  out="$root/$what/libhalide_runtime_vulkan.so"
+  obj="$root/$what/halide_runtime_vulkan.o"
+  # A module newer than the library: both the object and the library go.
+  if [ "$preload" -nt "$out" ]; then rm -f "$obj" "$out"; fi
+  what="${what%-fixed}"
 elif [ -f "$what" ]; then
   out="$root/custom/$(basename "$what" .o).so"
   obj="$what"
@@ -73,13 +97,26 @@ if [ ! -f "$what" ]; then
     echo "fetching Halide $what's wheel from PyPI into $venv (about 570 MB with its dependencies, 1-3 minutes; once) ..." >&2
     "$venv/bin/pip" install -q --disable-pip-version-check "halide==$what" >&2
   fi
-  [ -f "$obj" ] || echo "compiling Halide $what's standalone runtime for $target (seconds) ..." >&2
-  [ -f "$obj" ] || "$venv/bin/python" - "$obj" "$target" <<'PY'
+  if [ ! -f "$obj" ]; then
+    echo "compiling Halide $what's standalone runtime for $target${preload:+ with the module $preload} (seconds) ..." >&2
+    bindings=$(mktemp -d)
+    env ${preload:+LD_PRELOAD="$preload" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$bindings/ld"} \
+      "$venv/bin/python" - "$obj.tmp" "$target" <<'PY'
 import sys
 import halide as hl
 hl.compile_standalone_runtime(sys.argv[1], hl.Target(sys.argv[2]))
 PY
+    # The module libHalide read must be the preloaded one, not its own.
+    if [ -n "${preload:-}" ] && ! grep -q \
+        "to .*libinitmod_vulkan.so.*halide_internal_initmod_vulkan_64'" "$bindings"/ld.*; then
+      rm -rf "$bindings" "$obj.tmp"
+      echo "halide-runtime.sh: libHalide did not read its Vulkan module from $preload" >&2
+      exit 1
+    fi
+    rm -rf "$bindings"
+    mv "$obj.tmp" "$obj"
+  fi
 fi
-cc -shared -o "$out.tmp" "$obj" "${abi[@]}" -ldl -lpthread
+cc -shared "${link[@]}" -o "$out.tmp" "$obj" "${abi[@]}" -ldl -lpthread
 mv "$out.tmp" "$out"
 echo "$out"

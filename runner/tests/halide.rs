@@ -288,3 +288,71 @@ fn the_validation_layer_reports_on_halide() {
     assert!(text.contains("validation message(s):"), "{text}");
     assert!(text.contains("VUID-vkCmdCopyBuffer-size-00115"), "{text}");
 }
+
+/// The seed's readback cases tell a fixed Halide from a broken one: on
+/// Halide 19.0.0's runtime each fails with readback staging out of place,
+/// and on the same release rebuilt from its sources with the seed's fix
+/// (`scripts/halide-runtime.sh 19.0.0-fixed`) each passes. Needs both
+/// libraries, which `scripts/test.sh` builds first; in CI their absence fails.
+#[test]
+fn the_seeds_readback_cases_pass_on_19_fixed_and_fail_on_19() {
+    let lib = |v: &str| repo().join(format!("target/halide/{v}/libhalide_runtime_vulkan.so"));
+    let (broken, fixed) = (lib("19.0.0"), lib("19.0.0-fixed"));
+    if !broken.is_file() || !fixed.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no {} or {} (scripts/halide-runtime.sh 19.0.0 and 19.0.0-fixed build them)",
+            broken.display(),
+            fixed.display()
+        );
+        eprintln!(
+            "seed readback: skipped: build 19.0.0 and 19.0.0-fixed with scripts/halide-runtime.sh"
+        );
+        return;
+    }
+    let seeds = [
+        "h200",
+        "h200_vram_nearly_full",
+        "rtx4070",
+        "rtx4070_bar_full",
+    ];
+    // Against the repository's expectation files: each is a listed failure of
+    // 19.0.0 (xfail) and no failure of 19.0.0-fixed.
+    for (runtime, status) in [(&broken, "xfail"), (&fixed, "pass ")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))
+            .args([
+                "run",
+                "--in-process",
+                "--filter",
+                "regressions::seed_readback::*",
+            ])
+            .arg("--runtime")
+            .arg(format!("halide:{}", runtime.display()))
+            .arg("--cases")
+            .arg(repo().join("cases"))
+            .arg("--report-dir")
+            .arg(dir.path())
+            .env_remove("VKCOPY_RUNTIME")
+            .env("VKCOPY_VALIDATION", "0")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        if no_device(&text) {
+            return;
+        }
+        assert_eq!(out.status.code(), Some(0), "{}: {text}", runtime.display());
+        for seed in seeds {
+            let line = format!("{status} regressions::seed_readback::{seed}");
+            assert!(
+                text.contains(&line),
+                "{}: no {line:?} in {text}",
+                runtime.display()
+            );
+        }
+        if status == "xfail" {
+            assert!(text.contains("readback staging lands in"), "{text}");
+        }
+    }
+}

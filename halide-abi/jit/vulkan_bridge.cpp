@@ -1,0 +1,132 @@
+// vkcopy's library of Halide's Vulkan ABI in place of the Vulkan runtime
+// module that libHalide links into programs it compiles JIT.
+//
+// libHalide keeps its runtime modules as bitcode; scripts/halide-runtime-module.sh
+// compiles this file with the flags of Halide's own runtime and preloads it
+// where libHalide's Vulkan module would be. Each entry point below forwards to
+// the library (libvkcopy_halide_jit.so: vkcopy-halide and a generic Halide
+// runtime of its own, built by scripts/halide-runtime.sh vkcopy-jit), which is
+// opened on first use through the JIT's own halide_load_library. The
+// signatures are those of HalideRuntimeVulkan.h; the module is freestanding,
+// as Halide's runtime is, so nothing here includes libc's headers.
+//
+// VKCOPY_HALIDE_JIT_LIBRARY names the library (its path); without it the
+// loader's search path is used.
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct halide_buffer_t;
+struct halide_device_interface_t;
+struct VkInstance_T;
+struct VkDevice_T;
+struct VkPhysicalDevice_T;
+struct VkQueue_T;
+struct VkAllocationCallbacks;
+
+extern "C" {
+void *halide_load_library(const char *name);
+void *halide_get_library_symbol(void *lib, const char *name);
+void halide_error(void *user_context, const char *msg);
+char *getenv(const char *name);
+}
+
+#define WEAK __attribute__((weak))
+
+namespace {
+
+// The library, opened once; a race opens it twice, which the loader counts.
+void *library(void *user_context) {
+    static void *lib = nullptr;
+    void *l = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
+    if (l == nullptr) {
+        const char *path = getenv("VKCOPY_HALIDE_JIT_LIBRARY");
+        l = halide_load_library(path ? path : "libvkcopy_halide_jit.so");
+        if (l == nullptr) {
+            halide_error(user_context, "vkcopy's Vulkan bridge: cannot open its library (set VKCOPY_HALIDE_JIT_LIBRARY to libvkcopy_halide_jit.so)\n");
+            return nullptr;
+        }
+        __atomic_store_n(&lib, l, __ATOMIC_RELEASE);
+    }
+    return l;
+}
+
+// The library's definition of `name`, or null (said through halide_error).
+template<typename F>
+F lookup(void *user_context, const char *name) {
+    void *l = library(user_context);
+    if (l == nullptr) {
+        return nullptr;
+    }
+    void *f = halide_get_library_symbol(l, name);
+    if (f == nullptr) {
+        halide_error(user_context, "vkcopy's Vulkan bridge: its library lacks an entry point\n");
+    }
+    return (F)f;
+}
+
+// -1 is halide_error_code_generic_error.
+const int generic_error = -1;
+
+}  // namespace
+
+#define FORWARD(uc, name, type) \
+    static type f = nullptr;    \
+    if (f == nullptr) {         \
+        f = lookup<type>(uc, #name); \
+    }
+
+extern "C" {
+
+WEAK const struct halide_device_interface_t *halide_vulkan_device_interface() {
+    typedef const struct halide_device_interface_t *(*fn)();
+    FORWARD(nullptr, halide_vulkan_device_interface, fn);
+    return f ? f() : nullptr;
+}
+
+WEAK int halide_vulkan_initialize_kernels(void *user_context, void **state_ptr, const char *src, int size) {
+    typedef int (*fn)(void *, void **, const char *, int);
+    FORWARD(user_context, halide_vulkan_initialize_kernels, fn);
+    return f ? f(user_context, state_ptr, src, size) : generic_error;
+}
+
+WEAK void halide_vulkan_finalize_kernels(void *user_context, void *state_ptr) {
+    typedef void (*fn)(void *, void *);
+    FORWARD(user_context, halide_vulkan_finalize_kernels, fn);
+    if (f) {
+        f(user_context, state_ptr);
+    }
+}
+
+WEAK int halide_vulkan_run(void *user_context, void *state_ptr, const char *entry_name,
+                           int blocksX, int blocksY, int blocksZ,
+                           int threadsX, int threadsY, int threadsZ,
+                           int shared_mem_bytes, size_t arg_sizes[], void *args[],
+                           int8_t arg_is_buffer[]) {
+    typedef int (*fn)(void *, void *, const char *, int, int, int, int, int, int, int,
+                      size_t *, void **, int8_t *);
+    FORWARD(user_context, halide_vulkan_run, fn);
+    return f ? f(user_context, state_ptr, entry_name, blocksX, blocksY, blocksZ,
+                 threadsX, threadsY, threadsZ, shared_mem_bytes, arg_sizes, args, arg_is_buffer) :
+               generic_error;
+}
+
+WEAK int halide_vulkan_wrap_vk_buffer(void *user_context, struct halide_buffer_t *buf, uint64_t vk_buffer) {
+    typedef int (*fn)(void *, struct halide_buffer_t *, uint64_t);
+    FORWARD(user_context, halide_vulkan_wrap_vk_buffer, fn);
+    return f ? f(user_context, buf, vk_buffer) : generic_error;
+}
+
+WEAK int halide_vulkan_detach_vk_buffer(void *user_context, struct halide_buffer_t *buf) {
+    typedef int (*fn)(void *, struct halide_buffer_t *);
+    FORWARD(user_context, halide_vulkan_detach_vk_buffer, fn);
+    return f ? f(user_context, buf) : generic_error;
+}
+
+WEAK uintptr_t halide_vulkan_get_vk_buffer(void *user_context, struct halide_buffer_t *buf) {
+    typedef uintptr_t (*fn)(void *, struct halide_buffer_t *);
+    FORWARD(user_context, halide_vulkan_get_vk_buffer, fn);
+    return f ? f(user_context, buf) : 0;
+}
+
+}  // extern "C"
