@@ -226,6 +226,43 @@ def table(tests, runtimes, results, expected, gaps, judged):
     return "\n".join(rows) + "\n"
 
 
+def run_all(a, tests, runtimes, expected):
+    """Builds the tests (or takes them built) and runs each on each runtime:
+    {(test, runtime): (verdict, seconds, detail)}."""
+    started = time.monotonic()
+    print(f"building {len(tests)} of Halide's GPU tests against the wheel ({a.jobs} at a time) ...", flush=True)
+    exes = {}
+
+    def get(t):
+        if a.prebuilt:
+            exe = os.path.join(a.out, t)
+            return t, (exe if os.path.isfile(exe) else None), "not built"
+        return build(t, a.src, a.wheel, a.out)
+
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        for test, exe, log in pool.map(get, tests):
+            if exe is None:
+                sys.exit(f"{test}: does not compile against the wheel:\n{log}")
+            exes[test] = exe
+    print(f"built in {time.monotonic() - started:.0f} s", flush=True)
+
+    # Tests run two at a time (or --jobs): each waits on the device as much
+    # as it computes. Lines come as tests end; the counts close each runtime.
+    runs = {}
+    pairs = [(t, r) for r in runtimes for t in tests]
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        futures = {pool.submit(run, exes[t], r, a.target, a.timeout, a.validation): (t, r)
+                   for t, r in pairs}
+        for fut in concurrent.futures.as_completed(futures):
+            t, r = futures[fut]
+            verdict, took, detail = runs[(t, r["name"])] = fut.result()
+            want, _ = expected.get((t, r["name"]), ({"pass"}, ""))
+            extra = f": {detail}" if detail else ""
+            print(f"{'ok  ' if verdict in want else 'BAD '}{r['name']:14} {t:45} {verdict:8} {took:6.1f} s{extra}",
+                  flush=True)
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", required=True, help="Halide's unpacked sources")
@@ -244,6 +281,8 @@ def main():
     ap.add_argument("--validation", action="store_true",
                     help="under the Khronos validation layer, with synchronization validation; its messages are counted")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--rejudge", action="store_true",
+                    help="judge the last run's results.json in --out again (after an edit of the expectations) instead of running")
     ap.add_argument("--prebuilt", action="store_true",
                     help="run the tests already built in --out (on a machine without the wheel's headers)")
     ap.add_argument("tests", nargs="*", help="test names (default: the copy tests, or --all)")
@@ -273,38 +312,21 @@ def main():
     os.makedirs(a.out, exist_ok=True)
 
     started = time.monotonic()
-    print(f"building {len(tests)} of Halide's GPU tests against the wheel ({a.jobs} at a time) ...", flush=True)
-    exes = {}
-    def get(t):
-        if a.prebuilt:
-            exe = os.path.join(a.out, t)
-            return t, (exe if os.path.isfile(exe) else None), "not built"
-        return build(t, a.src, a.wheel, a.out)
-
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        for test, exe, log in pool.map(get, tests):
-            if exe is None:
-                sys.exit(f"{test}: does not compile against the wheel:\n{log}")
-            exes[test] = exe
-    print(f"built in {time.monotonic() - started:.0f} s", flush=True)
-
-    # Tests run two at a time (or --jobs): each waits on the device as much
-    # as it computes. Lines come as tests end; the counts close each runtime.
+    if a.rejudge:
+        last = json.load(open(os.path.join(a.out, "results.json")))
+        runs = {(r["test"], r["runtime"]): (r["verdict"], r["seconds"], r["detail"]) for r in last}
+    else:
+        runs = run_all(a, tests, runtimes, expected)
     results = {}
     bad = []
-    pairs = [(t, r) for r in runtimes for t in tests]
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        futures = {pool.submit(run, exes[t], r, a.target, a.timeout, a.validation): (t, r)
-                   for t, r in pairs}
-        for fut in concurrent.futures.as_completed(futures):
-            t, r = futures[fut]
-            verdict, took, detail = fut.result()
-            results[(t, r["name"])] = (verdict, took, detail)
-            want, reason = expected.get((t, r["name"]), ({"pass"}, ""))
-            ok = verdict in want
-            extra = f": {detail}" if detail else ""
-            print(f"{'ok  ' if ok else 'BAD '}{r['name']:14} {t:45} {verdict:8} {took:6.1f} s{extra}", flush=True)
-            if not ok:
+    for r in runtimes:
+        for t in tests:
+            if (t, r["name"]) not in runs:
+                sys.exit(f"{t} on {r['name']}: not in the last run's results.json")
+            verdict, took, detail = results[(t, r["name"])] = runs[(t, r["name"])]
+            want, _ = expected.get((t, r["name"]), ({"pass"}, ""))
+            if verdict not in want:
+                extra = f": {detail}" if detail else ""
                 hint = f" (listed in {a.expectations}: update it)" if verdict == "pass" else ""
                 bad.append(f"{t} on {r['name']}: {verdict}, expected {'/'.join(sorted(want))}{extra}{hint}")
     judged = {}
