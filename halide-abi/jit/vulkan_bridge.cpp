@@ -28,6 +28,8 @@ extern "C" {
 void *halide_load_library(const char *name);
 void *halide_get_library_symbol(void *lib, const char *name);
 void halide_error(void *user_context, const char *msg);
+void halide_print(void *user_context, const char *msg);
+int halide_device_release(void *user_context, const struct halide_device_interface_t *device_interface);
 char *getenv(const char *name);
 }
 
@@ -35,9 +37,19 @@ char *getenv(const char *name);
 
 namespace {
 
+void *lib = nullptr;
+
+#ifdef DEBUG_RUNTIME
+// In a debug pipeline the library says when it makes and frees its GPU
+// objects, in the debug runtime's words, through halide_print: Halide's
+// gpu_object_lifetime tests count them.
+void trace_to_halide(const char *line) {
+    halide_print(nullptr, line);
+}
+#endif
+
 // The library, opened once; a race opens it twice, which the loader counts.
 void *library(void *user_context) {
-    static void *lib = nullptr;
     void *l = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
     if (l == nullptr) {
         const char *path = getenv("VKCOPY_HALIDE_JIT_LIBRARY");
@@ -46,6 +58,13 @@ void *library(void *user_context) {
             halide_error(user_context, "vkcopy's Vulkan bridge: cannot open its library (set VKCOPY_HALIDE_JIT_LIBRARY to libvkcopy_halide_jit.so)\n");
             return nullptr;
         }
+#ifdef DEBUG_RUNTIME
+        typedef void (*set_trace)(void (*)(const char *));
+        set_trace f = (set_trace)halide_get_library_symbol(l, "vkcopy_halide_set_trace");
+        if (f != nullptr) {
+            f(trace_to_halide);
+        }
+#endif
         __atomic_store_n(&lib, l, __ATOMIC_RELEASE);
     }
     return l;
@@ -127,6 +146,14 @@ WEAK uintptr_t halide_vulkan_get_vk_buffer(void *user_context, struct halide_buf
     typedef uintptr_t (*fn)(void *, struct halide_buffer_t *);
     FORWARD(user_context, halide_vulkan_get_vk_buffer, fn);
     return f ? f(user_context, buf) : 0;
+}
+
+// As Halide's own module does when the JIT lets it go: the context and what
+// it caches are released (only if this module ever opened the library).
+__attribute__((destructor)) WEAK void halide_vulkan_cleanup() {
+    if (__atomic_load_n(&lib, __ATOMIC_ACQUIRE) != nullptr) {
+        halide_device_release(nullptr, halide_vulkan_device_interface());
+    }
 }
 
 }  // extern "C"

@@ -52,6 +52,7 @@ pub(crate) fn acquire() -> Result<Arc<Device>, Failure> {
         generation: GENERATION.fetch_add(1, Ordering::Relaxed),
     });
     *cur = Some(d.clone());
+    crate::trace::say("vk_create_context (vkcopy)");
     Ok(d)
 }
 
@@ -184,6 +185,7 @@ pub(crate) fn release() -> Option<vkcopy::LeakReport> {
             for (c, n) in closed.iter_mut().zip(counts) {
                 *c += n;
             }
+            crate::trace::say("vk_destroy_context (vkcopy)");
             Some(d.ctx.close())
         }
         Err(d) => {

@@ -118,6 +118,7 @@ unsafe extern "C" fn device_malloc(uc: Uc, buf: Buf) -> c_int {
             .device_malloc(&mut b)
             .map_err(|e| Failure::vk(code::DEVICE_MALLOC_FAILED, e))?;
         buffer::set_handle(buf, DeviceBuffer::new(b, Origin::Malloc, device));
+        crate::trace::say("Vulkan: Created buffer (vkcopy)");
         Ok(())
     })
 }
@@ -136,6 +137,9 @@ unsafe extern "C" fn device_free(uc: Uc, buf: Buf) -> c_int {
                 "the buffer's device allocation is not this interface's".into(),
             )
         })?;
+        if h.origin == Origin::Malloc {
+            crate::trace::say("Vulkan: Destroyed buffer (vkcopy)");
+        }
         if h.origin == Origin::Wrapped {
             // The caller's VkBuffer: let go of it, do not destroy it.
             h.forget_host_side();

@@ -12,7 +12,8 @@
 //! points), `config` (the `halide_vulkan_set_*` settings), `error`,
 //! `context` (the one vkcopy context), `entry` (what every entry point does), `buffer` (what `halide_buffer_t::device`
 //! holds), `interface` (the device interface), `kernels` (Halide's kernel
-//! blobs and launches), `vulkan` (the rest of `HalideRuntimeVulkan.h`).
+//! blobs and launches), `trace` (object lifetimes for Halide's tests),
+//! `vulkan` (the rest of `HalideRuntimeVulkan.h`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -24,6 +25,7 @@ mod error;
 mod ffi;
 mod interface;
 mod kernels;
+mod trace;
 mod vulkan;
 
 pub use interface::halide_vulkan_device_interface;

@@ -73,6 +73,7 @@ pub(crate) fn release() {
     let all: Vec<Kernels> = registry().drain().map(|(_, k)| k).collect();
     for k in all {
         k.destroy();
+        crate::trace::say("vk_destroy_compute_pipeline (vkcopy)");
     }
 }
 
@@ -195,9 +196,11 @@ pub unsafe extern "C" fn halide_vulkan_initialize_kernels(
         // SAFETY: the caller's promise.
         let blob = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), size as usize) };
         let mut k = compile(&device, blob)?;
+        crate::trace::say("vk_create_compute_pipeline (vkcopy)");
         k.holds = 1;
         if let Some(old) = reg.insert(id, k) {
             old.destroy();
+            crate::trace::say("vk_destroy_compute_pipeline (vkcopy)");
         }
         Ok(())
     })
