@@ -50,10 +50,17 @@ if [ -z "$clang" ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   if command -v apt-get >/dev/null 2>&1; then
-    echo "installing clang (to compile Halide's runtime to bitcode) ..." >&2
+    # clang-16 where the distribution has it (Debian 12: the version this
+    # was tried with), else its default clang.
+    echo "installing clang (to compile Halide's runtime to bitcode; a minute, once) ..." >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
-    clang=clang
+    for c in clang-16 clang; do
+      if "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$c" >/dev/null 2>&1; then
+        clang="$c"
+        break
+      fi
+    done
+    [ -n "$clang" ] || { echo "halide-runtime-module.sh: apt could not install clang" >&2; exit 1; }
   else
     echo "halide-runtime-module.sh: needs clang 16 or newer; install it and run again" >&2
     exit 1
