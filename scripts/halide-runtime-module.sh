@@ -32,7 +32,7 @@ out="$PWD/target/halide/$name"
 lib="$out/libinitmod_vulkan.so"
 stale=0
 [ -f "$lib" ] || stale=1
-for p in "${patches[@]}" $source "$0"; do
+for p in "${patches[@]}" ${source:+"$source"} "$0"; do
   [ "$p" -nt "$lib" ] && stale=1
 done
 if [ "$stale" -eq 0 ]; then
@@ -66,6 +66,14 @@ if [ -z "$clang" ]; then
     exit 1
   fi
 fi
+
+major_clang=$("$clang" -dumpversion | cut -d. -f1)
+if [ "$major_clang" -lt 16 ]; then
+  echo "halide-runtime-module.sh: $clang is clang $major_clang; Halide's runtime needs clang 16 or newer (install clang-16)" >&2
+  exit 1
+fi
+command -v patch >/dev/null 2>&1 || [ ${#patches[@]} -eq 0 ] || {
+  echo "halide-runtime-module.sh: needs patch (apt-get install patch)" >&2; exit 1; }
 
 work="$out/module"
 rm -rf "$work"

@@ -53,7 +53,8 @@ if ! have_sha; then
     exit 1
   fi
   # Non-zero when the .dsc is missing though the tarball came: judged below.
-  (cd "$work" && apt-get "${apt[@]}" source --download-only -qq "halide=$version-6" >>"$work/log" 2>&1) || true
+  # Any Debian revision of the release carries the same upstream tarball.
+  (cd "$work" && apt-get "${apt[@]}" source --download-only -qq halide >>"$work/log" 2>&1) || true
   if [ ! -f "$work/halide_$version.orig.tar.gz" ]; then
     cat "$work/log" >&2
     echo "halide-sources.sh: apt did not fetch halide_$version.orig.tar.gz from $mirror (no network, or no trixie sources there?)" >&2

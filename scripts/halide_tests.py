@@ -125,7 +125,11 @@ def run_once(exe, runtime, target, timeout, validation):
     if p.returncode == 0 and "Success!" in text:
         return "pass", took, "", said
     if p.returncode < 0 and -p.returncode != signal.SIGABRT:
-        return "crash", took, f"{signal.Signals(-p.returncode).name}: " + (lines[-1] if lines else ""), said
+        try:
+            name = signal.Signals(-p.returncode).name
+        except ValueError:
+            name = f"signal {-p.returncode}"
+        return "crash", took, f"{name}: " + (lines[-1] if lines else ""), said
     errors = [l for l in lines if re.search(r"error|Error|failed|corruption|Mismatch|mismatch", l)]
     detail = (errors[0] if errors else lines[-1] if lines else f"exit {p.returncode}")
     return "fail", took, detail[:300], said
@@ -160,12 +164,14 @@ def mirrors_of(results_json):
     status pass, fail (a failure, expected or not, a crash or a timeout) or
     skip; beyond is whether the case's `about:` says what it tests that its
     original does not."""
+    if yaml is None:
+        sys.exit(f"--suite {results_json}: judging mirrors needs PyYAML (pip install pyyaml)")
     out = {}
     for c in json.load(open(results_json))["cases"]:
         try:
             case = yaml.safe_load(open(c["path"])) or {}
-        except (OSError, yaml.YAMLError):
-            continue
+        except (OSError, yaml.YAMLError) as e:
+            sys.exit(f"--suite {results_json}: case {c['name']}: {c['path']}: {e}")
         m = re.match(r"test/correctness/(\w+)\.cpp", str(case.get("mirrors") or ""))
         if not m:
             continue
@@ -280,7 +286,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("--validation", action="store_true",
                     help="under the Khronos validation layer, with synchronization validation; its messages are counted")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--jobs", type=int, default=2, help="tests built and run at once")
     ap.add_argument("--rejudge", action="store_true",
                     help="judge the last run's results.json in --out again (after an edit of the expectations) instead of running")
     ap.add_argument("--prebuilt", action="store_true",
@@ -330,23 +336,31 @@ def main():
                 hint = f" (listed in {a.expectations}: update it)" if verdict == "pass" else ""
                 bad.append(f"{t} on {r['name']}: {verdict}, expected {'/'.join(sorted(want))}{extra}{hint}")
     judged = {}
+    disagree = []
+    unknown = set(suites) - {r["name"] for r in runtimes}
+    if unknown:
+        sys.exit(f"--suite {', '.join(sorted(unknown))}: no --runtime of that name")
     for r in runtimes:
         if r["name"] not in suites:
             continue
         for t in tests:
             if t in mirrors:
+                found = suites[r["name"]].get(t, [])
+                if not found:
+                    disagree.append(f"no mirror of {t} in the suite's results for {r['name']}")
                 verdict = results[(t, r["name"])][0]
-                judged[(t, r["name"])], wrong = judge(
-                    t, verdict, suites[r["name"]].get(t, []), gaps.get((t, r["name"])))
-                bad += [f"{w} on {r['name']}" for w in wrong]
+                judged[(t, r["name"])], wrong = judge(t, verdict, found, gaps.get((t, r["name"])))
+                disagree += [f"{w} on {r['name']}" for w in wrong]
     for r in runtimes:
         counts = dict.fromkeys(VERDICTS, 0)
         for t in tests:
             counts[results[(t, r["name"])][0]] += 1
         print(f"{r['name']}: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n), flush=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump([{"test": t, "runtime": rt, "verdict": v, "seconds": round(s, 2), "detail": d}
-                   for (t, rt), (v, s, d) in sorted(results.items())], f, indent=1)
+    # A rejudged run keeps its results.json as the run wrote it.
+    if not a.rejudge:
+        with open(os.path.join(a.out, "results.json"), "w") as f:
+            json.dump([{"test": t, "runtime": rt, "verdict": v, "seconds": round(secs, 2), "detail": d}
+                       for (t, rt), (v, secs, d) in sorted(results.items())], f, indent=1)
     if a.table:
         text = open(a.table).read()
         begin, end = "<!-- halide-tests: begin -->", "<!-- halide-tests: end -->"
@@ -355,12 +369,14 @@ def main():
         new = table(tests, runtimes, results, expected, gaps, judged)
         text = text[:text.index(begin) + len(begin)] + "\n" + new + text[text.index(end):]
         open(a.table, "w").write(text)
-    for b in bad:
+    for b in bad + disagree:
         print(f"unexpected: {b}")
     total = len(tests) * len(runtimes)
+    if disagree:
+        print(f"mirrors: {len(disagree)} disagree with their originals")
     print(f"Halide's tests: {total - len(bad)} as expected, {len(bad)} unexpected "
           f"({len(tests)} tests x {len(runtimes)} runtimes, {time.monotonic() - started:.0f} s)")
-    return 1 if bad else 0
+    return 1 if bad or disagree else 0
 
 
 if __name__ == "__main__":

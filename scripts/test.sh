@@ -46,6 +46,7 @@ if [ $# -eq 0 ]; then
         summary+="; $name: $(last "$log/halide")"
         # Each run's results judge the mirrors of Halide's tests below.
         report=$(sed -n 's/^report: //p' "$log/halide" | tail -n 1)
+        [ -n "$report" ] || { echo "scripts/test.sh: the run on $runtime printed no report folder" >&2; exit 1; }
         [ "$name" = vkcopy-abi ] && name=vkcopy
         suites+=(--suite "$name=$report/results.json")
     done

@@ -151,8 +151,17 @@ WEAK uintptr_t halide_vulkan_get_vk_buffer(void *user_context, struct halide_buf
 // As Halide's own module does when the JIT lets it go: the context and what
 // it caches are released (only if this module ever opened the library).
 __attribute__((destructor)) WEAK void halide_vulkan_cleanup() {
-    if (__atomic_load_n(&lib, __ATOMIC_ACQUIRE) != nullptr) {
+    void *l = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
+    if (l != nullptr) {
         halide_device_release(nullptr, halide_vulkan_device_interface());
+#ifdef DEBUG_RUNTIME
+        // The printer is this module's code, which goes with it.
+        typedef void (*set_trace)(void (*)(const char *));
+        set_trace f = (set_trace)halide_get_library_symbol(l, "vkcopy_halide_set_trace");
+        if (f != nullptr) {
+            f(nullptr);
+        }
+#endif
     }
 }
 
