@@ -46,6 +46,15 @@ void *lib = nullptr;
 void trace_to_halide(const char *line) {
     halide_print(nullptr, line);
 }
+
+// Gives the library `print` (or none) as its printer of object lifetimes.
+void set_trace(void *l, void (*print)(const char *)) {
+    typedef void (*setter)(void (*)(const char *));
+    setter f = (setter)halide_get_library_symbol(l, "vkcopy_halide_set_trace");
+    if (f != nullptr) {
+        f(print);
+    }
+}
 #endif
 
 // The library, opened once; a race opens it twice, which the loader counts.
@@ -59,11 +68,7 @@ void *library(void *user_context) {
             return nullptr;
         }
 #ifdef DEBUG_RUNTIME
-        typedef void (*set_trace)(void (*)(const char *));
-        set_trace f = (set_trace)halide_get_library_symbol(l, "vkcopy_halide_set_trace");
-        if (f != nullptr) {
-            f(trace_to_halide);
-        }
+        set_trace(l, trace_to_halide);
 #endif
         __atomic_store_n(&lib, l, __ATOMIC_RELEASE);
     }
@@ -156,11 +161,7 @@ __attribute__((destructor)) WEAK void halide_vulkan_cleanup() {
         halide_device_release(nullptr, halide_vulkan_device_interface());
 #ifdef DEBUG_RUNTIME
         // The printer is this module's code, which goes with it.
-        typedef void (*set_trace)(void (*)(const char *));
-        set_trace f = (set_trace)halide_get_library_symbol(l, "vkcopy_halide_set_trace");
-        if (f != nullptr) {
-            f(nullptr);
-        }
+        set_trace(l, nullptr);
 #endif
     }
 }
