@@ -115,7 +115,7 @@ impl Slot {
 }
 
 /// What Halide's runtime has beyond the primitives: none of vkcopy's own.
-pub const CAPABILITIES: &[Capability] = &[];
+pub const CAPABILITIES: &[Capability] = &[Capability::SumKernel];
 
 /// A case running on Halide's runtime. Halide's state is global to the
 /// process, so one case runs at a time: the guard is held until it is dropped.
@@ -403,10 +403,15 @@ impl HalideRuntime {
                 values.host.fill(|_| next.next().unwrap_or(0))?;
                 self.write_device(out, values)
             }
-            DeviceKernel::Sum { .. } => Err(StepError::Unsupported(format!(
-                "needs {}",
-                Capability::SumKernel.about()
-            ))),
+            DeviceKernel::Sum { out, input, dim } => {
+                self.kernel_prologue(out, &[input])?;
+                let read = self.read_back(input)?;
+                let mut values = self.scratch(out)?;
+                let sums = compute::sums_over(&values.host, &read.host, dim)?;
+                let mut next = sums.into_iter();
+                values.host.fill(|_| next.next().unwrap_or(0))?;
+                self.write_device(out, values)
+            }
         }
     }
 }

@@ -482,6 +482,50 @@ pub fn add_sums(
     })
 }
 
+/// `input` summed over dimension `dim` at each element of `o`, in the order of
+/// `o`'s elements: the reference of the device sum. Floats add in the
+/// element's own width from 0, as the kernel does; integers wrap.
+pub fn sums_over(o: &Buffer, input: &Buffer, dim: usize) -> Result<Vec<i64>, StepError> {
+    let d = *input
+        .dims()
+        .get(dim)
+        .ok_or_else(|| StepError::Check(format!("sum: {} has no dimension {dim}", input.name())))?;
+    let f32_sum = input.elem() == ElemType::F32;
+    let mut sums = Vec::new();
+    let mut err = None;
+    let mut at = Vec::new();
+    o.for_each_element(|c, _| {
+        at.clear();
+        at.extend_from_slice(c);
+        at.insert(dim, d.min);
+        let (mut int, mut float, mut single) = (0i64, 0f64, 0f32);
+        for k in d.min..d.min + d.extent {
+            at[dim] = k;
+            match input.get(&at) {
+                Ok(Value::Int(v)) => int = int.wrapping_add(v),
+                Ok(Value::Float(v)) if f32_sum => single += v as f32,
+                Ok(Value::Float(v)) => float += v,
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+        sums.push(if input.elem().is_float() {
+            if f32_sum {
+                single as i64
+            } else {
+                float as i64
+            }
+        } else {
+            int
+        });
+    });
+    match err {
+        Some(e) => Err(StepError::Runtime(e)),
+        None => Ok(sums),
+    }
+}
+
 /// `f(coords, inputs' values there)` at each element of `o`, in the order of
 /// `o`'s elements (values as integers, as the kernels compute).
 pub fn combine(
