@@ -92,7 +92,9 @@ flags=(-O3 -std=c++17 -ffreestanding -fno-blocks -fno-exceptions -fno-unwind-tab
   -fpic -DCOMPILING_HALIDE_RUNTIME -DBITS_64 -DHALIDE_VERSION="$version"
   -DHALIDE_VERSION_MAJOR="$major" -DHALIDE_VERSION_MINOR="$minor"
   -DHALIDE_VERSION_PATCH="$patch_level" -m64 -target x86_64-unknown-unknown-unknown)
-echo "compiling $(basename "$source") of Halide $version's runtime${patches[*]:+ with $(basename "${patches[*]}")} to bitcode ($clang, seconds) ..." >&2
+names=()
+for p in "${patches[@]}"; do names+=("$(basename "$p")"); done
+echo "compiling $(basename "$source") of Halide $version's runtime${names[*]:+ with ${names[*]}} to bitcode ($clang, seconds) ..." >&2
 "$clang" "${flags[@]}" -emit-llvm -c "$source" -o "$work/vulkan_64.bc"
 "$clang" "${flags[@]}" -g -DDEBUG_RUNTIME -emit-llvm -c "$source" -o "$work/vulkan_64_debug.bc"
 

@@ -12,7 +12,7 @@
 # Use it with VKCOPY_RUNTIME=halide:PATH or `vkcopy-suite run --runtime halide:PATH`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:?usage: scripts/halide-runtime.sh VERSION|VERSION-fixed|RUNTIME_OBJECT|vkcopy-abi|vkcopy-jit}"
+what="${1:?usage: scripts/halide-runtime.sh VERSION|VERSION-fixed|VERSION-repaired|RUNTIME_OBJECT|vkcopy-abi|vkcopy-jit}"
 root="$PWD/target/halide"
 
 abi=()
@@ -44,17 +44,24 @@ if [ "$what" = vkcopy-abi ]; then
     echo "$out"
     exit 0
   fi
-elif [ "${what%-fixed}" != "$what" ]; then
-  # A release with the seed's readback fix: its runtime module rebuilt from
-  # the release's sources with scripts/patches/halide-VERSION-readback-fix.patch,
-  # preloaded while the release's wheel writes the standalone runtime.
-  preload=$(scripts/halide-runtime-module.sh "${what%-fixed}" "$what" \
-    "scripts/patches/halide-${what%-fixed}-readback-fix.patch")
+elif [ "${what%-fixed}" != "$what" ] || [ "${what%-repaired}" != "$what" ]; then
+  # A release with the seed's readback fix (VERSION-fixed), or with the repairs
+  # that prove the causes of its failures in Halide's own tests
+  # (VERSION-repaired): its runtime module rebuilt from the release's sources
+  # with scripts/patches/halide-VERSION-*.patch, preloaded while the release's
+  # wheel writes the standalone runtime.
+  release="${what%-*}"
+  case "$what" in
+    *-fixed) patches=(readback-fix.patch) ;;
+    *) patches=(region-sizes.patch entry-name.patch) ;;
+  esac
+  preload=$(scripts/halide-runtime-module.sh "$release" "$what" \
+    "${patches[@]/#/scripts/patches/halide-$release-}")
   out="$root/$what/libhalide_runtime_vulkan.so"
   obj="$root/$what/halide_runtime_vulkan.o"
   # A module newer than the library: both the object and the library go.
   if [ "$preload" -nt "$out" ]; then rm -f "$obj" "$out"; fi
-  what="${what%-fixed}"
+  what="$release"
 elif [ -f "$what" ]; then
   out="$root/custom/$(basename "$what" .o).so"
   obj="$what"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Halide 19.0.0's own GPU correctness tests (from its sources, built against
 # its wheel), run JIT on the default Vulkan device on each runtime: Halide
-# 19.0.0's own, 19.0.0-fixed (the seed's readback fix) and vkcopy (its library
-# of Halide's ABI). Their verdicts are held to
+# 19.0.0's own, 19.0.0-fixed (the seed's readback fix), 19.0.0-repaired (the
+# repairs that prove the causes of its failures) and vkcopy (its library of
+# Halide's ABI). Their verdicts are held to
 # reports/halide-tests/19.0.0.yaml.
 #
 #   scripts/halide-tests.sh            the copy tests: the seed's and those the cases mirror
@@ -22,6 +23,9 @@ venv="$PWD/target/halide/venv-$version"
 wheel=$("$venv/bin/python" -c 'import halide, os; print(os.path.dirname(halide.__file__))')
 "$venv/bin/python" -c 'import yaml' 2>/dev/null || "$venv/bin/pip" install -q --disable-pip-version-check pyyaml
 fixed=$(scripts/halide-runtime-module.sh "$version" "$version-fixed" "scripts/patches/halide-$version-readback-fix.patch")
+# 19.0.0 with the repairs that prove the causes named in the expectations.
+repaired=$(scripts/halide-runtime-module.sh "$version" "$version-repaired" \
+  "scripts/patches/halide-$version-region-sizes.patch" "scripts/patches/halide-$version-entry-name.patch")
 bridge=$(scripts/halide-runtime-module.sh "$version" vkcopy-jit halide-abi/jit/vulkan_bridge.cpp)
 VKCOPY_HALIDE_JIT_LIBRARY=$(scripts/halide-runtime.sh vkcopy-jit)
 export VKCOPY_HALIDE_JIT_LIBRARY
@@ -35,4 +39,5 @@ done
 exec "$venv/bin/python" scripts/halide_tests.py --src "$src" --wheel "$wheel" \
   --out "target/halide/tests-$version" --cases cases \
   --expectations "reports/halide-tests/$version.yaml" \
-  --runtime "$version=" --runtime "$version-fixed=$fixed" --runtime "vkcopy=$bridge" "${args[@]}"
+  --runtime "$version=" --runtime "$version-fixed=$fixed" \
+  --runtime "$version-repaired=$repaired" --runtime "vkcopy=$bridge" "${args[@]}"

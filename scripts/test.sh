@@ -7,11 +7,12 @@
 # to `cargo test` (e.g. `scripts/test.sh -- halide::`); the perf run is left out
 # when there are any, and so are the runs of every case on Halide's own Vulkan
 # runtime (releases 19.0.0 and 21.0.0, from their PyPI wheels, and 19.0.0
-# rebuilt from its sources with the seed's readback fix) and on vkcopy's
+# rebuilt from its sources with the seed's readback fix, and with the repairs
+# that prove the causes of its failures) and on vkcopy's
 # library of that ABI (halide-abi/, linked with 21.0.0's generic runtime); their
 # known failures are reports/expectations/runtime-halide-<name>.yaml. Then
 # real Halide pipelines run on both (scripts/halide-pipelines.sh), and Halide
-# 19.0.0's own GPU tests on 19.0.0, 19.0.0-fixed and vkcopy
+# 19.0.0's own GPU tests on 19.0.0, 19.0.0-fixed, 19.0.0-repaired and vkcopy
 # (scripts/halide-tests.sh), which also judge the cases that mirror them. The
 # runtimes are still built first, since runner/tests/halide.rs uses them. The
 # runs after `cargo test` use the suite binary it built (with the runtime's
@@ -24,7 +25,7 @@ export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
 suite="${CARGO_TARGET_DIR:-target}/debug/vkcopy-suite"
 # Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
 halide_runtimes=()
-for version in 19.0.0 19.0.0-fixed 21.0.0 vkcopy-abi; do
+for version in 19.0.0 19.0.0-fixed 19.0.0-repaired 21.0.0 vkcopy-abi; do
     halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
 done
 # Each part's count is kept for the closing line, the one place the docs quote.
@@ -47,16 +48,16 @@ if [ $# -eq 0 ]; then
         # Each run's results judge the mirrors of Halide's tests below.
         report=$(sed -n 's/^report: //p' "$log/halide" | tail -n 1)
         [ -n "$report" ] || { echo "scripts/test.sh: the run on $runtime printed no report folder" >&2; exit 1; }
-        # Halide's tests run on 19.0.0, 19.0.0-fixed and vkcopy (vkcopy-abi's runs judge it).
+        # Halide's tests run on 19.0.0, 19.0.0-fixed, 19.0.0-repaired and vkcopy (vkcopy-abi's runs judge it).
         case "$name" in
-            19.0.0 | 19.0.0-fixed) suites+=(--suite "$name=$report/results.json") ;;
+            19.0.0 | 19.0.0-fixed | 19.0.0-repaired) suites+=(--suite "$name=$report/results.json") ;;
             vkcopy-abi) suites+=(--suite "vkcopy=$report/results.json") ;;
         esac
     done
     echo "Halide pipelines compiled ahead of time, on Halide's runtime and on vkcopy's:"
     scripts/halide-pipelines.sh 2>&1 | tee "$log/pipelines"
     summary+="; pipelines: $(grep -c 'pass  ' "$log/pipelines" || true) passed, $(grep -c 'expected failure:' "$log/pipelines" || true) expected failures"
-    echo "Halide 19.0.0's own GPU tests on Halide's runtime, the fixed one and vkcopy's, and the mirrors judged by them:"
+    echo "Halide 19.0.0's own GPU tests on Halide's runtime, the fixed one, the repaired one and vkcopy's, and the mirrors judged by them:"
     scripts/halide-tests.sh "${suites[@]}" 2>&1 | tee "$log/tests"
     summary+="; $(grep "^Halide's tests:" "$log/tests" | tail -n 1 | sed 's/ (.*//')"
 fi

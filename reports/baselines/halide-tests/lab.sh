@@ -4,8 +4,10 @@
 set -u
 python3 -c "import tarfile; tarfile.open('.gl/rest.tar.xz').extractall('.gl')"
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+# The validation layer's deb, unpacked and recompressed to fit the carry.
+tar -C / -xJf .gl/vl.tar.xz
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pci.bus_id --format=csv,noheader; nvidia-smi topo -m; cat /etc/os-release | head -2; nproc; } > $OUT/device.txt 2>&1
+{ command -v gdb || echo "no gdb"; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pci.bus_id --format=csv,noheader; nvidia-smi topo -m; cat /etc/os-release | head -2; nproc; } > $OUT/device.txt 2>&1
 mkdir -p /tmp/hl
 python3 -c "import lzma,shutil; shutil.copyfileobj(lzma.open('.gl/libHalide.so.xz'), open('/tmp/hl/libHalide.so','wb'))"
 export LD_LIBRARY_PATH=/tmp/hl
@@ -15,16 +17,18 @@ LD_PRELOAD=$PWD/.gl/backtrace-preload.so BACKTRACE_DIR=$OUT timeout 60 .gl/ubc >
 pid=$!
 sleep 25
 if kill -0 $pid 2>/dev/null; then
+  command -v gdb >/dev/null && gdb -batch -p $(pgrep -n ubc) -ex 'thread apply all bt' > $OUT/ubc-gdb.txt 2>&1
   cat /proc/$(pgrep -n ubc)/wchan > $OUT/ubc-wchan.txt 2>&1
   for t in /proc/$(pgrep -n ubc)/task/*; do echo "$t $(cat $t/comm) $(cat $t/wchan)"; done >> $OUT/ubc-wchan.txt 2>&1
   pkill -USR1 -n ubc; sleep 2; pkill -9 -n ubc
 fi
 wait
 nm -D .gl/libhalide_runtime_vulkan.so > /dev/null 2>&1
-timeout 420 python3 scripts/halide_tests.py --prebuilt --src .gl/src --out .gl/tests --cases cases \
+timeout 480 python3 scripts/halide_tests.py --prebuilt --src .gl/src --out .gl/tests --cases cases \
   --expectations reports/halide-tests/19.0.0.yaml --runtime 19.0.0= \
-  --runtime 19.0.0-fixed=$PWD/.gl/fixed/libinitmod_vulkan.so --runtime vkcopy=$PWD/.gl/bridge/libinitmod_vulkan.so \
-  --all --jobs 6 --timeout 100 > $OUT/tests.log 2>&1
+  --runtime 19.0.0-fixed=$PWD/.gl/fixed/libinitmod_vulkan.so \
+  --runtime 19.0.0-repaired=$PWD/.gl/repaired/libinitmod_vulkan.so --runtime vkcopy=$PWD/.gl/bridge/libinitmod_vulkan.so \
+  --all --validation --jobs 8 --timeout 120 > $OUT/tests.log 2>&1
 cp .gl/tests/results.json $OUT/results.json
 tail -5 $OUT/tests.log
 cat $OUT/ubc.log

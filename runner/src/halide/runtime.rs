@@ -249,6 +249,15 @@ impl HalideRuntime {
     /// A host-only dense buffer of slot `i`'s shape.
     fn scratch(&self, i: usize) -> Result<Slot, StepError> {
         let src = self.get(i)?;
+        // In the slot's own layout, so that the copy between the two is what a
+        // kernel's own reads and writes amount to: Halide's staging copies
+        // between different layouts take paths that no pipeline takes (and
+        // some of them are wrong: `regressions::staging_layout_mismatch`).
+        if src.host.dims().iter().all(|d| d.stride > 0) {
+            let host =
+                Buffer::with_dims("scratch", src.host.elem(), src.host.dims().to_vec(), true)?;
+            return Slot::new(host, 0, false);
+        }
         let dims: Vec<Dim> =
             crate::rt::dense_dims(&src.host.dims().iter().map(|d| d.extent).collect::<Vec<_>>())
                 .into_iter()
@@ -416,6 +425,47 @@ impl HalideRuntime {
     }
 }
 
+/// Where `view` starts in `parent`'s coordinates, when it is a crop of
+/// `parent` with other coordinates: the same strides, a box inside the
+/// parent's. None for any other view.
+fn crop_origin(parent: &Buffer, view: &Buffer) -> Option<Vec<i32>> {
+    let (p, v) = (parent.dims(), view.dims());
+    if p.len() != v.len()
+        || p.iter()
+            .zip(v)
+            .any(|(a, b)| a.stride != b.stride || a.stride <= 0)
+    {
+        return None;
+    }
+    let bytes = parent.elem().bytes();
+    let delta = view
+        .host_view()?
+        .offset
+        .checked_sub(parent.host_view()?.offset)?;
+    if delta % bytes != 0 {
+        return None;
+    }
+    let mut left = (delta / bytes) as i64;
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(p[i].stride));
+    let mut at = vec![0i64; p.len()];
+    for i in order {
+        at[i] = left / p[i].stride;
+        left -= at[i] * p[i].stride;
+    }
+    let inside = at
+        .iter()
+        .zip(p.iter().zip(v))
+        .all(|(&c, (pd, vd))| c + vd.extent <= pd.extent);
+    if left != 0 || !inside {
+        return None;
+    }
+    at.iter()
+        .zip(p)
+        .map(|(&c, d)| i32::try_from(d.min + c).ok())
+        .collect()
+}
+
 fn fill_expr(b: &mut Buffer, value: &Expr) -> Result<(), StepError> {
     let f = value.compile();
     b.fill(|c| f.eval(c)).map_err(StepError::Runtime)
@@ -573,12 +623,34 @@ impl<'a> Runtime<'a> for HalideRuntime {
         let lib = self.lib;
         let parent = self.get(from)?;
         if how == ViewKind::Strided {
-            if parent.raw.device != 0 {
-                return Err(StepError::Unsupported(
-                    "a strided view of device memory; Halide's API views device memory only by crop and slice".into(),
-                ));
+            if parent.raw.device == 0 {
+                let slot = Slot::new(view, parent.raw.flags, false)?;
+                return self.put_slot(to, slot);
             }
-            let slot = Slot::new(view, parent.raw.flags, false)?;
+            // A view with its parent's strides over a box inside it is a crop
+            // whose coordinates were moved, as Halide's `Buffer::translate`
+            // moves them: cropped at the parent's coordinates, then translated.
+            let at = crop_origin(&parent.host, &view).ok_or_else(|| {
+                StepError::Unsupported(
+                    "a strided view of device memory; Halide's API views device memory only by crop and slice \
+                     (a view with its parent's strides over a box inside it is a translated crop)"
+                        .into(),
+                )
+            })?;
+            let mut slot = Slot::new(view, parent.raw.flags, true)?;
+            slot.root = parent.root;
+            let mins: Vec<i32> = slot._dims.iter().map(|d| d.min).collect();
+            for (d, a) in slot._dims.iter_mut().zip(&at) {
+                d.min = *a;
+            }
+            let p: *const HalideBuffer = &*parent.raw;
+            // SAFETY: the parent is valid and distinct from the new view, whose
+            // dims (boxed in the slot) hold the crop's box in the parent.
+            let code = unsafe { (lib.device_crop)(std::ptr::null_mut(), p, &mut *slot.raw) };
+            for (d, m) in slot._dims.iter_mut().zip(mins) {
+                d.min = m;
+            }
+            check("halide_device_crop", code)?;
             return self.put_slot(to, slot);
         }
         // As Halide's `Buffer::cropped`: the view starts with its parent's flags.

@@ -82,6 +82,8 @@ struct Seen {
     memories: HashMap<u64, Memory>,
     /// Buffers: the type bits Halide was told they may use, and their size.
     buffers: HashMap<u64, (u32, u64)>,
+    /// Buffers: the size they were made with (a copy may not pass it).
+    buffer_sizes: HashMap<u64, u64>,
     /// Buffers made for both directions of transfer: Halide's device memory
     /// (`MemoryUsage::TransferSrcDst`), where its staging is made for one.
     both_ways: std::collections::HashSet<u64>,
@@ -665,6 +667,7 @@ unsafe extern "system" fn create_buffer(
         let (size, usage) = unsafe { ((*info).size, (*info).usage) };
         let mut s = seen();
         s.buffers.insert(b, (u32::MAX, size));
+        s.buffer_sizes.insert(b, size);
         let both = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
         if usage.contains(both) {
             s.both_ways.insert(b);
@@ -684,6 +687,7 @@ unsafe extern "system" fn destroy_buffer(
     }
     let mut s = seen();
     s.buffers.remove(&vk::Handle::as_raw(buffer));
+    s.buffer_sizes.remove(&vk::Handle::as_raw(buffer));
     s.both_ways.remove(&vk::Handle::as_raw(buffer));
 }
 
@@ -858,6 +862,27 @@ unsafe extern "system" fn cmd_copy_buffer(
         let mut s = seen();
         s.step_copies += 1;
         s.step_bytes += r.iter().map(|c| c.size).sum::<u64>();
+        // A region past the end of either buffer would have the device write
+        // or read outside it: dropped, so that the process lives to say so.
+        // Under the validation layer the layer says so instead.
+        let size = |b: vk::Buffer| s.buffer_sizes.get(&vk::Handle::as_raw(b)).copied();
+        let past = r.iter().find_map(|c| {
+            [(src, c.src_offset, "source"), (dst, c.dst_offset, "destination")]
+                .into_iter()
+                .find_map(|(b, at, which)| {
+                    let n = size(b)?;
+                    (at.saturating_add(c.size) > n).then(|| {
+                        format!(
+                            "vkCmdCopyBuffer: {} bytes at offset {at} of a {n}-byte {which} buffer (past its end; the Vulkan spec forbids it)",
+                            c.size
+                        )
+                    })
+                })
+        });
+        if let Some(finding) = past.filter(|_| !s.validation) {
+            s.findings.push(finding);
+            return;
+        }
     }
     if let Some(f) = real::<vk::PFN_vkCmdCopyBuffer>("vkCmdCopyBuffer") {
         // SAFETY: forwarded.
