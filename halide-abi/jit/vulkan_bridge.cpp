@@ -31,6 +31,12 @@ void halide_error(void *user_context, const char *msg);
 void halide_print(void *user_context, const char *msg);
 int halide_device_release(void *user_context, const struct halide_device_interface_t *device_interface);
 char *getenv(const char *name);
+struct halide_device_allocation_pool {
+    int (*release_unused)(void *user_context);
+    struct halide_device_allocation_pool *next;
+};
+void halide_register_device_allocation_pool(struct halide_device_allocation_pool *pool);
+bool halide_can_reuse_device_allocations(void *user_context);
 }
 
 #define WEAK __attribute__((weak))
@@ -57,6 +63,21 @@ void set_trace(void *l, void (*print)(const char *)) {
 }
 #endif
 
+// halide_reuse_device_allocations(false) in the program reaches the JIT's
+// generic runtime, not the library's own: this pool hands the JIT's flag to
+// the library's, whose pool (vkcopy's) then gives back what it keeps.
+int release_unused(void *user_context) {
+    void *l = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
+    if (l == nullptr) {
+        return 0;
+    }
+    typedef int (*setter)(void *, bool);
+    setter f = (setter)halide_get_library_symbol(l, "halide_reuse_device_allocations");
+    return f ? f(user_context, halide_can_reuse_device_allocations(user_context)) : 0;
+}
+
+struct halide_device_allocation_pool pool = {release_unused, nullptr};
+
 // The library, opened once; a race opens it twice, which the loader counts.
 void *library(void *user_context) {
     void *l = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
@@ -70,7 +91,9 @@ void *library(void *user_context) {
 #ifdef DEBUG_RUNTIME
         set_trace(l, trace_to_halide);
 #endif
-        __atomic_store_n(&lib, l, __ATOMIC_RELEASE);
+        if (__atomic_exchange_n(&lib, l, __ATOMIC_ACQ_REL) == nullptr) {
+            halide_register_device_allocation_pool(&pool);
+        }
     }
     return l;
 }

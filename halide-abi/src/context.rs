@@ -38,6 +38,7 @@ pub(crate) fn acquire() -> Result<Arc<Device>, Failure> {
     if let Some(d) = &*cur {
         return Ok(d.clone());
     }
+    register_pool();
     load_vulkan()?;
     let made = match application_device()? {
         // SAFETY: the application's acquire hook vouches for its handles, as
@@ -168,6 +169,33 @@ pub(crate) fn validation_findings() -> Result<(), Failure> {
         ffi::code::GENERIC,
         format!("the validation layer: {}", found.join("; ")),
     ))
+}
+
+/// Halide's generic runtime lets each device API give back what it keeps
+/// when reuse is turned off (`halide_reuse_device_allocations(false)`), as
+/// Halide's own Vulkan runtime registers its pool: once per process.
+fn register_pool() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let pool = Box::leak(Box::new(ffi::AllocationPool {
+            release_unused: crate::vulkan::halide_vulkan_release_unused_device_allocations,
+            next: std::ptr::null_mut(),
+        }));
+        // SAFETY: the pool lives as long as the process; Halide links it
+        // into its list under its own lock.
+        unsafe { ffi::halide_register_device_allocation_pool(pool) };
+    });
+}
+
+/// Follows Halide's reuse flag (`halide_can_reuse_device_allocations`, which
+/// an application may override): turned off, what is unused goes back now and
+/// every freed region from then on.
+pub(crate) fn follow_reuse(uc: ffi::Uc, d: &Device) {
+    // SAFETY: a plain query of Halide's generic runtime.
+    let on = unsafe { ffi::halide_can_reuse_device_allocations(uc) };
+    if on != d.ctx.reuses_device_allocations() {
+        d.ctx.reuse_device_allocations(on);
+    }
 }
 
 /// `halide_device_release`: frees pooled memory and cached pipelines, and

@@ -140,4 +140,14 @@ extern "C" {
     /// through the C ABI as generated code reaches it.
     pub fn halide_vulkan_device_interface() -> Iface;
     pub fn halide_get_library_symbol(lib: *mut c_void, name: *const c_char) -> *mut c_void;
+    pub fn halide_can_reuse_device_allocations(uc: Uc) -> bool;
+    pub fn halide_register_device_allocation_pool(pool: *mut AllocationPool);
+}
+
+/// `halide_device_allocation_pool`: what `halide_reuse_device_allocations(false)`
+/// calls on each device API to give back what it keeps.
+#[repr(C)]
+pub struct AllocationPool {
+    pub release_unused: unsafe extern "C" fn(Uc) -> c_int,
+    pub next: *mut AllocationPool,
 }

@@ -140,6 +140,8 @@ unsafe extern "C" fn device_free(uc: Uc, buf: Buf) -> c_int {
         if h.origin == Origin::Malloc {
             crate::trace::say("Vulkan: Destroyed buffer (vkcopy)");
         }
+        // Kept for reuse or given back, as Halide's flag says now.
+        context::follow_reuse(uc, &h.device);
         if h.origin == Origin::Wrapped {
             // The caller's VkBuffer: let go of it, do not destroy it.
             h.forget_host_side();

@@ -76,6 +76,24 @@ pub unsafe extern "C" fn halide_vulkan_acquire_context(
     })
 }
 
+/// `halide_vulkan_release_unused_device_allocations`: gives back what the
+/// context keeps for reuse and takes up Halide's reuse flag (the pool that
+/// `halide_reuse_device_allocations(false)` calls).
+#[no_mangle]
+pub unsafe extern "C" fn halide_vulkan_release_unused_device_allocations(uc: Uc) -> c_int {
+    entry(
+        uc,
+        "halide_vulkan_release_unused_device_allocations",
+        || {
+            if let Some(d) = context::current() {
+                context::follow_reuse(uc, &d);
+                d.ctx.release_unused();
+            }
+            Ok(())
+        },
+    )
+}
+
 /// `halide_vulkan_release_context`: the context stays open until
 /// `halide_device_release`.
 #[no_mangle]

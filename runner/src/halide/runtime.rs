@@ -163,6 +163,19 @@ fn emulated(e: StepError) -> StepError {
 }
 
 impl HalideRuntime {
+    /// Device regions that buffers hold: Halide's runtime gives each buffer
+    /// one (`halide_buffer_t::device`), and its crops and slices are regions
+    /// over their parent's memory, not counted; released buffers whose views
+    /// live still hold theirs.
+    fn held_regions(&self) -> u64 {
+        self.slots
+            .iter()
+            .flatten()
+            .chain(&self.deferred)
+            .filter(|s| !s.view && s.raw.device != 0)
+            .count() as u64
+    }
+
     /// A case on `lib` with `slots` named so, holding `one` (the process's turn).
     pub(super) fn new(
         lib: &'static Library,
@@ -472,8 +485,8 @@ fn fill_expr(b: &mut Buffer, value: &Expr) -> Result<(), StepError> {
 }
 
 /// A counter Halide's runtime can be held to, read from the Vulkan objects it
-/// holds (its blocks are its `VkDeviceMemory`s) and the `vkCmdCopyBuffer`s of
-/// each copy step (`SHARED_COUNTERS`).
+/// holds (its blocks are its `VkDeviceMemory`s), the `vkCmdCopyBuffer`s of
+/// each copy step and the regions its buffers hold (`SHARED_COUNTERS`).
 fn counter(name: &str) -> Option<fn(&shim::Live, &HalideRuntime) -> u64> {
     Some(match name {
         "live_device_memories" | "blocks" => |l, _| l.memories,
@@ -485,6 +498,7 @@ fn counter(name: &str) -> Option<fn(&shim::Live, &HalideRuntime) -> u64> {
         "bytes_to_host" => |l, _| l.bytes[1],
         "copies_device_to_device" => |l, _| l.copies[2],
         "bytes_device_to_device" => |l, _| l.bytes[2],
+        "live_regions" => |_, s| s.held_regions(),
         "copies_host_to_host" => |_, s| s.host_copies,
         "bytes_host_to_host" => |_, s| s.host_bytes,
         _ => return None,

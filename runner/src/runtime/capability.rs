@@ -95,11 +95,14 @@ impl Capability {
     }
 }
 
-/// Counters every runtime has a meaning for: the Vulkan objects it holds and
-/// the copies each step made. vkcopy's region counts (`live_regions`,
-/// `device_mallocs`...) have none on Halide, which makes a `VkBuffer` for free
-/// regions too.
+/// Counters every runtime has a meaning for: the Vulkan objects it holds, the
+/// copies each step made, and the device regions that buffers hold
+/// (`live_regions`: on Halide, the buffers whose `halide_buffer_t::device` is
+/// a region of their own, one per buffer as Halide's runtime makes them).
+/// vkcopy's other region counts (`device_mallocs`, `staging_regions`...) have
+/// none on Halide, which makes a `VkBuffer` for free regions too.
 pub const SHARED_COUNTERS: &[&str] = &[
+    "live_regions",
     "live_device_memories",
     "blocks",
     "live_device_memory_bytes",
