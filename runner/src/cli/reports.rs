@@ -212,7 +212,8 @@ pub fn flakes(args: &FlakesArgs) -> ExitCode {
 /// `vkcopy-suite junit`'s options.
 #[derive(clap::Args)]
 pub struct JunitArgs {
-    /// A results.json written by this version, or a run folder holding one.
+    /// A results.json written by this version, or a folder: every
+    /// results.json below it (as `merge` reads them), one test suite each.
     report: PathBuf,
     /// At most N failing cases; the rest are counted in one more test case.
     #[arg(long, value_name = "N")]
@@ -228,23 +229,25 @@ pub struct JunitArgs {
 
 /// Writes a run's JUnit XML with a failure limit and links.
 pub fn junit(args: &JunitArgs) -> ExitCode {
-    let path = if args.report.is_dir() {
-        args.report.join("results.json")
-    } else {
-        args.report.clone()
+    let files = match read::report_files(&args.report) {
+        Ok(f) => f,
+        Err(e) => return fail(e),
     };
-    let report: vkcopy_suite::report::Report = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-    {
-        Ok(r) => r,
-        Err(e) => return fail(format!("{}: {e}", path.display())),
-    };
+    let mut reports = Vec::new();
+    for path in &files {
+        match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => reports.push(r),
+            Err(e) => return fail(format!("{}: {e}", path.display())),
+        }
+    }
     let options = vkcopy_suite::report::junit::Options {
         limit: args.limit,
         link: args.link.clone(),
     };
-    let xml = vkcopy_suite::report::junit::xml(&report, &options);
+    let xml = vkcopy_suite::report::junit::xml_of_all(&reports, &options);
     match std::fs::write(&args.out, xml) {
         Ok(()) => {
             out!("wrote {}", args.out.display());

@@ -5,12 +5,21 @@
 //! fails hundreds of cases, which a viewer cannot show), and a link template
 //! points each failure at its logs.
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use quick_junit::{
     NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestRerun, TestSuite,
 };
 
 use super::{device_slug, CaseRecord, Report};
 use crate::outcome::{Status, Verdict};
+
+/// What a link may hold of a case's name as it is: RFC 3986's unreserved
+/// characters; the rest (`::` included) is percent-encoded.
+const LINK_SAFE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 /// How to write the XML.
 #[derive(Clone, Debug, Default)]
@@ -19,36 +28,23 @@ pub struct Options {
     /// case, `vkcopy-suite::failures_over_the_limit`.
     pub limit: Option<usize>,
     /// A link added to each failure: `{name}` is the case's name, `{device}`
-    /// the device's folder name (`nvidia-h200`).
+    /// the device's folder name (`nvidia-h200`), both percent-encoded.
     pub link: Option<String>,
 }
 
 /// The JUnit XML of `report`.
 pub fn xml(report: &Report, options: &Options) -> String {
-    let mut suite = TestSuite::new(format!("vkcopy-suite on {}", report.device.name));
-    let device = device_slug(&report.device.name);
+    xml_of_all(std::slice::from_ref(report), options)
+}
+
+/// The JUnit XML of several runs (the folders of a lab's fleet, shards): one
+/// test suite per run, the failure limit over them all.
+pub fn xml_of_all(reports: &[Report], options: &Options) -> String {
+    let mut xml = JReport::new("vkcopy-suite");
     let mut failures = 0;
     let mut over = Vec::new();
-    for c in &report.cases {
-        let fails = matches!(c.verdict, Verdict::Fail | Verdict::UnexpectedPass);
-        if fails {
-            failures += 1;
-            if options.limit.is_some_and(|l| failures > l) {
-                over.push(c.name.as_str());
-                continue;
-            }
-        }
-        let link = options
-            .link
-            .as_ref()
-            .map(|t| t.replace("{name}", &c.name).replace("{device}", &device));
-        let mut case = TestCase::new(c.name.clone(), status(c, link.as_deref()));
-        case.set_classname(c.name.rsplit_once("::").map_or("", |(a, _)| a).to_owned());
-        case.set_time(std::time::Duration::from_secs_f64(c.outcome.seconds));
-        if let Some(link) = link.filter(|_| fails) {
-            case.add_property(("link", link.as_str()));
-        }
-        suite.add_test_case(case);
+    for report in reports {
+        xml.add_test_suite(suite(report, options, &mut failures, &mut over));
     }
     if let Some(limit) = options.limit.filter(|_| !over.is_empty()) {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -57,11 +53,45 @@ pub fn xml(report: &Report, options: &Options) -> String {
             over.len()
         ));
         s.set_description(over.join("\n"));
-        suite.add_test_case(TestCase::new("vkcopy-suite::failures_over_the_limit", s));
+        let mut rest = TestSuite::new("vkcopy-suite: over the limit");
+        rest.add_test_case(TestCase::new("vkcopy-suite::failures_over_the_limit", s));
+        xml.add_test_suite(rest);
     }
-    let mut xml = JReport::new("vkcopy-suite");
-    xml.add_test_suite(suite);
     xml.to_string().unwrap_or_default()
+}
+
+/// One run's test suite; failing cases past the limit go to `over`.
+fn suite(
+    report: &Report,
+    options: &Options,
+    failures: &mut usize,
+    over: &mut Vec<String>,
+) -> TestSuite {
+    let mut suite = TestSuite::new(format!("vkcopy-suite on {}", report.device.name));
+    let device = device_slug(&report.device.name);
+    let encode = |t: &str| utf8_percent_encode(t, LINK_SAFE).to_string();
+    for c in &report.cases {
+        let fails = matches!(c.verdict, Verdict::Fail | Verdict::UnexpectedPass);
+        if fails {
+            *failures += 1;
+            if options.limit.is_some_and(|l| *failures > l) {
+                over.push(c.name.clone());
+                continue;
+            }
+        }
+        let link = options.link.as_ref().map(|t| {
+            t.replace("{name}", &encode(&c.name))
+                .replace("{device}", &encode(&device))
+        });
+        let mut case = TestCase::new(c.name.clone(), status(c, link.as_deref()));
+        case.set_classname(c.name.rsplit_once("::").map_or("", |(a, _)| a).to_owned());
+        case.set_time(std::time::Duration::from_secs_f64(c.outcome.seconds));
+        if let Some(link) = link.filter(|_| fails) {
+            case.add_property(("link", link.as_str()));
+        }
+        suite.add_test_case(case);
+    }
+    suite
 }
 
 /// A case's status, its failed attempts as re-runs.
@@ -184,8 +214,38 @@ mod tests {
             x.contains("failing cases over the limit of 2: 3 more"),
             "{x}"
         );
-        assert!(x.contains("https://lab/nvidia-h200/b::f0.log"), "{x}");
+        // The name is percent-encoded: `::` is not a path's.
+        assert!(x.contains("https://lab/nvidia-h200/b%3A%3Af0.log"), "{x}");
         // Passing cases get no link.
         assert_eq!(x.matches("https://lab/").count(), 4, "{x}");
+    }
+
+    #[test]
+    fn runs_of_a_folder_are_one_suite_each_under_one_limit() {
+        let a = report(vec![case("a::f", Verdict::Fail, Status::Fail, 1)]);
+        let mut b = report(vec![
+            case("b::f", Verdict::Fail, Status::Fail, 1),
+            case("b::ok", Verdict::Pass, Status::Pass, 1),
+        ]);
+        b.device.name = "llvmpipe (LLVM 15.0.6, 256 bits)".into();
+        let options = Options {
+            limit: Some(1),
+            link: None,
+        };
+        let x = xml_of_all(&[a, b], &options);
+        assert!(
+            x.contains("<testsuite name=\"vkcopy-suite on NVIDIA H200\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("<testsuite name=\"vkcopy-suite on llvmpipe (LLVM 15.0.6, 256 bits)\""),
+            "{x}"
+        );
+        assert!(x.contains("<testcase name=\"a::f\""), "{x}");
+        assert!(!x.contains("<testcase name=\"b::f\""), "{x}");
+        assert!(
+            x.contains("failing cases over the limit of 1: 1 more"),
+            "{x}"
+        );
     }
 }
