@@ -443,8 +443,32 @@ fn step_line(c: &Ctx, op: &Op) -> String {
             checks::Op::ExpectConcurrent(n) => {
                 format!("expect_concurrent: {n} pieces of work in flight at once, at least")
             }
-            checks::Op::ExpectMemory { role, .. } => {
-                format!("expect_memory {role}: this table gives {}", c.memory(*role))
+            checks::Op::ExpectMemory {
+                role,
+                memory_type,
+                flags,
+                has,
+                lacks,
+                fallbacks,
+            } => {
+                let mut want = Vec::new();
+                if let Some(t) = memory_type {
+                    let t: Vec<String> = t.iter().map(u32::to_string).collect();
+                    want.push(format!("type {}", t.join(" or ")));
+                }
+                for (what, f) in [("flags", flags), ("has", has), ("lacks", lacks)] {
+                    if let Some((_, names)) = f {
+                        want.push(format!("{what} {names}"));
+                    }
+                }
+                if let Some(n) = fallbacks {
+                    want.push(format!("{n} fallback(s)"));
+                }
+                format!(
+                    "expect_memory {role} ({}): this table gives {}",
+                    want.join(", "),
+                    c.memory(*role)
+                )
             }
         },
         OpKind::Measure(m) => match m {

@@ -142,3 +142,72 @@ steps:
     assert_eq!(out.placements[0].role, "device_mapped");
     assert_eq!(out.placements[0].memory_type, 4);
 }
+
+/// `expect_memory` with a list of right types, and with flags that must be
+/// set (`has`) or must not be (`lacks`): on the rebar table a 4 KiB buffer's
+/// device memory is type 4, DEVICE_LOCAL and HOST_VISIBLE.
+#[test]
+fn expect_memory_takes_a_list_of_types_and_flags_set_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = dir.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    std::fs::copy(
+        repo().join("cases/devices/nvidia-rtx40xx-rebar.yaml"),
+        devices.join("nvidia-rtx40xx-rebar.yaml"),
+    )
+    .unwrap();
+    let run = |check: &str| {
+        let case = format!(
+            "about: one check of a small buffer's device memory on a resizable-BAR table
+simulate_memory: nvidia-rtx40xx-rebar
+buffers:
+  b: {{ type: u8, extent: [4096] }}
+steps:
+  - device_malloc: b
+  - expect_memory: {check}
+"
+        );
+        let path = dir.path().join("check.yaml");
+        std::fs::write(&path, case).unwrap();
+        let plan = vkcopy_suite::plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
+        vkcopy_suite::exec::run(
+            &plan,
+            &ContextOptions::default(),
+            &vkcopy_suite::runtime::Choice::Vkcopy,
+        )
+    };
+    if !device_here() {
+        return;
+    }
+    let out = run(
+        "{ role: device, type: [1, 4], has: [DEVICE_LOCAL, HOST_VISIBLE], lacks: [HOST_CACHED] }",
+    );
+    assert_eq!(out.status, Status::Pass, "{}", out.message);
+    let out = run("{ role: device, type: [1, 2] }");
+    assert_eq!(out.status, Status::Fail, "{}", out.message);
+    assert!(
+        out.message
+            .contains("expect_memory: device landed in type 4: ")
+            && out
+                .message
+                .contains(", expected type 1: DEVICE_LOCAL (heap 0) or type 2: "),
+        "{}",
+        out.message
+    );
+    let out = run("{ role: device, lacks: [HOST_VISIBLE] }");
+    assert_eq!(out.status, Status::Fail, "{}", out.message);
+    assert!(
+        out.message
+            .contains("which has HOST_VISIBLE (lacks: HOST_VISIBLE)"),
+        "{}",
+        out.message
+    );
+    let out = run("{ role: device, has: [HOST_CACHED] }");
+    assert_eq!(out.status, Status::Fail, "{}", out.message);
+    assert!(
+        out.message
+            .contains("which lacks HOST_CACHED (has: HOST_CACHED)"),
+        "{}",
+        out.message
+    );
+}

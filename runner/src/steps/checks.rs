@@ -62,19 +62,30 @@ pub enum Step {
     /// copy ran (seen when the copy is waited for). 2 or more shows work that
     /// was in flight concurrently.
     ExpectConcurrent(u32),
-    /// The latest allocation of a role landed in that memory type, with those
-    /// flags, after that many candidate types had no room.
+    /// The latest allocation of a role landed in that memory type (or one of
+    /// those), with those flags (or with some set and some not), after that
+    /// many candidate types had no room. `has` and `lacks` state a rule over
+    /// every table at once: readback staging `lacks: [DEVICE_LOCAL]`.
     ExpectMemory {
         /// The role of the allocation.
         #[schemars(with = "RoleName")]
         role: String,
-        /// The memory type index in the allocator's table.
+        /// The memory type index in the allocator's table, or a list of the
+        /// indices that are right.
         #[serde(default, rename = "type")]
-        memory_type: Option<u32>,
+        memory_type: Option<TypeWant>,
         /// The memory type's property flags, exactly.
         #[serde(default)]
         #[schemars(with = "Option<Vec<FlagName>>")]
         flags: Option<Vec<String>>,
+        /// Property flags the memory type must have (others may be set too).
+        #[serde(default)]
+        #[schemars(with = "Option<Vec<FlagName>>")]
+        has: Option<Vec<String>>,
+        /// Property flags the memory type must not have.
+        #[serde(default)]
+        #[schemars(with = "Option<Vec<FlagName>>")]
+        lacks: Option<Vec<String>>,
         /// How many candidate types had no room before it.
         #[serde(default)]
         fallbacks: Option<u32>,
@@ -100,10 +111,25 @@ pub enum Op {
     ExpectConcurrent(u32),
     ExpectMemory {
         role: Role,
-        memory_type: Option<u32>,
+        memory_type: Option<Vec<u32>>,
         flags: Option<(MemoryPropertyFlags, String)>,
+        has: Option<(MemoryPropertyFlags, String)>,
+        lacks: Option<(MemoryPropertyFlags, String)>,
         fallbacks: Option<u32>,
     },
+}
+
+/// `expect_memory`'s `type`: one index, or the list of those that are right.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(
+    untagged,
+    expecting = "a memory type index (a whole number), or a list of them"
+)]
+pub enum TypeWant {
+    /// This type.
+    One(u32),
+    /// Any of these.
+    Any(Vec<u32>),
 }
 
 pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
@@ -184,6 +210,8 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
             role,
             memory_type,
             flags,
+            has,
+            lacks,
             fallbacks,
         } => {
             let role: Role = role.parse().map_err(|_| {
@@ -191,25 +219,58 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
                     "field role: '{role}' is not readback, upload or device"
                 ))
             })?;
-            let flags = match flags {
-                None => None,
+            let parse = |field: &str, names: &Option<Vec<String>>| match names {
+                None => Ok(None),
+                Some(names) if names.is_empty() && field != "flags" => Err(p.err(format!(
+                    "field {field}: an empty list holds always; name a flag"
+                ))),
                 Some(names) => {
                     let mut all = MemoryPropertyFlags::empty();
                     for f in names {
                         all |= parse_property_flag(f).ok_or_else(|| {
-                            p.err(format!("field flags: unknown memory property flag '{f}'"))
+                            p.err(format!("field {field}: unknown memory property flag '{f}'"))
                         })?;
                     }
-                    Some((all, names.join("|")))
+                    Ok(Some((all, names.join("|"))))
                 }
             };
-            if memory_type.is_none() && flags.is_none() && fallbacks.is_none() {
-                return Err(p.err("give `type`, `flags` or `fallbacks`"));
+            let (flags, has, lacks) = (
+                parse("flags", flags)?,
+                parse("has", has)?,
+                parse("lacks", lacks)?,
+            );
+            if let (Some((h, _)), Some((l, _))) = (&has, &lacks) {
+                if h.intersects(*l) {
+                    return Err(p.err(format!(
+                        "field lacks: {} is also in has; no memory type can hold both",
+                        property_flags_name(*h & *l)
+                    )));
+                }
+            }
+            let memory_type = match memory_type {
+                None => None,
+                Some(TypeWant::One(t)) => Some(vec![*t]),
+                Some(TypeWant::Any(list)) if list.is_empty() => {
+                    return Err(
+                        p.err("field type: an empty list holds for no type; give one or more")
+                    )
+                }
+                Some(TypeWant::Any(list)) => Some(list.clone()),
+            };
+            if memory_type.is_none()
+                && flags.is_none()
+                && has.is_none()
+                && lacks.is_none()
+                && fallbacks.is_none()
+            {
+                return Err(p.err("give `type`, `flags`, `has`, `lacks` or `fallbacks`"));
             }
             Op::ExpectMemory {
                 role,
-                memory_type: *memory_type,
+                memory_type,
                 flags,
+                has,
+                lacks,
                 fallbacks: *fallbacks,
             }
         }
@@ -274,8 +335,20 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             role,
             memory_type,
             flags,
+            has,
+            lacks,
             fallbacks,
-        } => expect_memory(rt, *role, *memory_type, flags.as_ref(), *fallbacks),
+        } => expect_memory(
+            rt,
+            *role,
+            MemoryWant {
+                types: memory_type.as_deref(),
+                flags: flags.as_ref(),
+                has: has.as_ref(),
+                lacks: lacks.as_ref(),
+                fallbacks: *fallbacks,
+            },
+        ),
     }
 }
 
@@ -510,12 +583,19 @@ fn mismatch_box(b: &Buffer, mut want: impl FnMut(&[i64]) -> i64) -> (Vec<i64>, V
 
 /// The last placement answering `role` ([`role_answers`]) against what the
 /// step asks, on any runtime.
+/// What `expect_memory` holds the latest placement of a role to.
+struct MemoryWant<'w> {
+    types: Option<&'w [u32]>,
+    flags: Option<&'w (MemoryPropertyFlags, String)>,
+    has: Option<&'w (MemoryPropertyFlags, String)>,
+    lacks: Option<&'w (MemoryPropertyFlags, String)>,
+    fallbacks: Option<u32>,
+}
+
 fn expect_memory<'a>(
     rt: &dyn Runtime<'a>,
     role: Role,
-    memory_type: Option<u32>,
-    flags: Option<&(MemoryPropertyFlags, String)>,
-    fallbacks: Option<u32>,
+    want: MemoryWant<'_>,
 ) -> Result<(), StepError> {
     let placements = rt.placements();
     let p = placements
@@ -524,23 +604,45 @@ fn expect_memory<'a>(
         .find(|p| role_answers(role, &p.role))
         .ok_or_else(|| format!("expect_memory: no {role} allocation was made"))?;
     let landed = rt.describe_type(p.memory_type);
-    if let Some(t) = memory_type.filter(|t| *t != p.memory_type) {
+    if let Some(types) = want.types.filter(|t| !t.contains(&p.memory_type)) {
+        let expected: Vec<String> = types.iter().map(|t| rt.describe_type(*t)).collect();
         return Err(StepError::Check(format!(
             "expect_memory: {role} landed in {landed}, expected {} ({})",
-            rt.describe_type(t),
+            expected.join(" or "),
             rt.chooser()
         )));
     }
-    if let Some(f) = fallbacks.filter(|f| *f != p.fallbacks) {
+    if let Some(f) = want.fallbacks.filter(|f| *f != p.fallbacks) {
         return Err(StepError::Check(format!(
             "expect_memory: {role} landed in {landed} after {} fallback(s), expected {f}",
             p.fallbacks
         )));
     }
-    if let Some((want, names)) = flags {
-        if property_flags_name(*want) != p.flags {
+    if let Some((flags, names)) = want.flags {
+        if property_flags_name(*flags) != p.flags {
             return Err(StepError::Check(format!(
                 "expect_memory: {role} landed in {landed}, expected flags {names}"
+            )));
+        }
+    }
+    let got = p
+        .flags
+        .split('|')
+        .filter_map(parse_property_flag)
+        .fold(MemoryPropertyFlags::empty(), |a, f| a | f);
+    if let Some((has, names)) = want.has {
+        if !got.contains(*has) {
+            return Err(StepError::Check(format!(
+                "expect_memory: {role} landed in {landed}, which lacks {} (has: {names})",
+                property_flags_name(*has & !got)
+            )));
+        }
+    }
+    if let Some((lacks, names)) = want.lacks {
+        if got.intersects(*lacks) {
+            return Err(StepError::Check(format!(
+                "expect_memory: {role} landed in {landed}, which has {} (lacks: {names})",
+                property_flags_name(*lacks & got)
             )));
         }
     }
