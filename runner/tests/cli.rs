@@ -1362,15 +1362,34 @@ fn flakes_and_junit_read_a_history_of_runs() {
         text.contains("failing cases over the limit of 0: 1 more"),
         "{text}"
     );
+    // A folder gives every run below it, one test suite each, as `merge`
+    // reads folders; a folder without one is refused.
     let out = suite()
         .arg("junit")
-        .arg(dir.path())
+        .arg(dir.path().join("out"))
+        .args(["--out"])
+        .arg(&xml)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(text.matches("<testsuite ").count(), 2, "{text}");
+    assert_eq!(text.matches("<flakyFailure").count(), 1, "{text}");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = suite()
+        .arg("junit")
+        .arg(&empty)
         .args(["--out"])
         .arg(&xml)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("results.json"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no results.json in this folder"));
 }
 
 /// Expectations in layers: the run names the files it looks for (device, model,
