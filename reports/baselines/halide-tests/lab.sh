@@ -24,11 +24,11 @@ if kill -0 $pid 2>/dev/null; then
 fi
 wait
 nm -D .gl/libhalide_runtime_vulkan.so > /dev/null 2>&1
-timeout 480 python3 scripts/halide_tests.py --prebuilt --src .gl/src --out .gl/tests --cases cases \
+timeout 330 python3 scripts/halide_tests.py --prebuilt --src .gl/src --out .gl/tests --cases cases \
   --expectations reports/halide-tests/19.0.0.yaml --runtime 19.0.0= \
   --runtime 19.0.0-fixed=$PWD/.gl/fixed/libinitmod_vulkan.so \
   --runtime 19.0.0-repaired=$PWD/.gl/repaired/libinitmod_vulkan.so --runtime vkcopy=$PWD/.gl/bridge/libinitmod_vulkan.so \
-  --all --validation --jobs 8 --timeout 120 > $OUT/tests.log 2>&1
+  --all --validation --jobs 12 --timeout 100 > $OUT/tests.log 2>&1
 cp .gl/tests/results.json $OUT/results.json
 tail -5 $OUT/tests.log
 cat $OUT/ubc.log
