@@ -178,13 +178,29 @@ fn register_pool() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let pool = Box::leak(Box::new(ffi::AllocationPool {
-            release_unused: crate::vulkan::halide_vulkan_release_unused_device_allocations,
+            release_unused: pool_release_unused,
             next: std::ptr::null_mut(),
         }));
         // SAFETY: the pool lives as long as the process; Halide links it
         // into its list under its own lock.
         unsafe { ffi::halide_register_device_allocation_pool(pool) };
     });
+}
+
+/// The pool's entry: what `halide_vulkan_release_unused_device_allocations`
+/// does, without its error report (nothing here fails).
+unsafe extern "C" fn pool_release_unused(uc: ffi::Uc) -> std::ffi::c_int {
+    release_unused(uc);
+    0
+}
+
+/// Takes up Halide's reuse flag and gives back what the context keeps for
+/// reuse.
+pub(crate) fn release_unused(uc: ffi::Uc) {
+    if let Some(d) = current() {
+        follow_reuse(uc, &d);
+        d.ctx.release_unused();
+    }
 }
 
 /// Follows Halide's reuse flag (`halide_can_reuse_device_allocations`, which

@@ -85,10 +85,7 @@ pub unsafe extern "C" fn halide_vulkan_release_unused_device_allocations(uc: Uc)
         uc,
         "halide_vulkan_release_unused_device_allocations",
         || {
-            if let Some(d) = context::current() {
-                context::follow_reuse(uc, &d);
-                d.ctx.release_unused();
-            }
+            context::release_unused(uc);
             Ok(())
         },
     )
