@@ -183,31 +183,26 @@ steps:
         "{ role: device, type: [1, 4], has: [DEVICE_LOCAL, HOST_VISIBLE], lacks: [HOST_CACHED] }",
     );
     assert_eq!(out.status, Status::Pass, "{}", out.message);
-    let out = run("{ role: device, type: [1, 2] }");
-    assert_eq!(out.status, Status::Fail, "{}", out.message);
-    assert!(
-        out.message
-            .contains("expect_memory: device landed in type 4: ")
-            && out
-                .message
-                .contains(", expected type 1: DEVICE_LOCAL (heap 0) or type 2: "),
-        "{}",
-        out.message
+    let fails = |check: &str, says: &[&str]| {
+        let out = run(check);
+        assert_eq!(out.status, Status::Fail, "{}", out.message);
+        for text in says {
+            assert!(out.message.contains(text), "{}", out.message);
+        }
+    };
+    fails(
+        "{ role: device, type: [1, 2] }",
+        &[
+            "expect_memory: device landed in type 4: ",
+            ", expected type 1: DEVICE_LOCAL (heap 0) or type 2: ",
+        ],
     );
-    let out = run("{ role: device, lacks: [HOST_VISIBLE] }");
-    assert_eq!(out.status, Status::Fail, "{}", out.message);
-    assert!(
-        out.message
-            .contains("which has HOST_VISIBLE (lacks: HOST_VISIBLE)"),
-        "{}",
-        out.message
+    fails(
+        "{ role: device, lacks: [HOST_VISIBLE] }",
+        &["which has HOST_VISIBLE (lacks: HOST_VISIBLE)"],
     );
-    let out = run("{ role: device, has: [HOST_CACHED] }");
-    assert_eq!(out.status, Status::Fail, "{}", out.message);
-    assert!(
-        out.message
-            .contains("which lacks HOST_CACHED (has: HOST_CACHED)"),
-        "{}",
-        out.message
+    fails(
+        "{ role: device, has: [HOST_CACHED] }",
+        &["which lacks HOST_CACHED (has: HOST_CACHED)"],
     );
 }
