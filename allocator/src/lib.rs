@@ -144,5 +144,9 @@ pub use stats::{Counter, LeakReport, Placement, Stats};
 pub use types::{box_text, CopyPath, Dim, ElemType, Value, MAX_DIMS};
 pub use vk::adapter::{DeviceInfo, DeviceSelector, DeviceSummary, DeviceTypeFilter};
 pub use vk::gate::Guarded;
+/// The process's layer gate, for Vulkan that vkcopy did not make.
+pub mod layer_gate {
+    pub use crate::vk::gate::{calling, creating, Exclusive, Shared};
+}
 pub use vk::instance::{is_validation_finding, use_loader};
 pub use vk::region::Region;

@@ -11,7 +11,7 @@
 //! creation and destruction exclusive; before it, this crashed within seconds.
 //! `plain_ash_beside_device_churn` is the reproducer with plain `ash` and no
 //! vkcopy code (ignored: with `LAYER_RACE_GATE=0` it crashes, by design; with
-//! `1` it holds an `RwLock` as the gate does). `LAYER_RACE_SECS` sets how long
+//! `1` it takes `vkcopy::layer_gate`, as an application would). `LAYER_RACE_SECS` sets how long
 //! each runs (default 3); `LAYER_RACE_VALIDATION=0` runs the plain one without
 //! the layer, as a control.
 //!
@@ -21,7 +21,7 @@
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vkcopy::ash;
@@ -108,17 +108,16 @@ fn contexts_made_and_dropped_beside_copies() {
 
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
-/// With `LAYER_RACE_GATE=1`, the avoidance proposed in TESTING.md: every
-/// call holds this for reading, every create and destroy for writing.
-static GATE: RwLock<()> = RwLock::new(());
-
+/// With `LAYER_RACE_GATE=1`, the plain program takes vkcopy's gate as an
+/// application sharing the process with vkcopy would (`vkcopy::layer_gate`):
+/// every call holds it shared, every create and destroy exclusive.
 fn gated() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("LAYER_RACE_GATE").is_ok_and(|v| v == "1"))
 }
 
-fn write_gate() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
-    gated().then(|| GATE.write().unwrap())
+fn write_gate() -> Option<vkcopy::layer_gate::Exclusive> {
+    gated().then(vkcopy::layer_gate::creating)
 }
 
 fn instance(entry: &ash::Entry, validation: bool) -> ash::Instance {
@@ -189,7 +188,7 @@ fn plain_ash_beside_device_churn() {
                     )
                     .unwrap()[0];
                 while !stop.load(Ordering::Relaxed) {
-                    let _gate = gated().then(|| GATE.read().unwrap());
+                    let _gate = gated().then(vkcopy::layer_gate::calling);
                     device
                         .reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                         .unwrap();

@@ -7,6 +7,11 @@
 //! device holds the gate shared, and every creation and destruction holds it
 //! exclusive.
 //!
+//! Vulkan made outside vkcopy in the same process (another runtime, such as
+//! Halide's, or an application's own instances) takes the same gate through
+//! [`calling`] and [`creating`]; otherwise its creations race vkcopy's calls, and
+//! vkcopy's creations race its calls.
+//!
 //! Readers are preferred: a reader waits only while a writer holds the gate,
 //! never for a writer that waits, so a thread that holds the gate across a wait
 //! for another thread's work cannot deadlock with a creation. A thread that
@@ -41,13 +46,15 @@ thread_local! {
 
 /// The gate held shared while this lives (or nothing, for an instance without
 /// layers). Not `Send`: a share belongs to its thread.
-pub(crate) struct Shared {
+#[must_use = "the gate is let go when this is dropped"]
+pub struct Shared {
     gate: Option<&'static Gate>,
     _thread: PhantomData<*const ()>,
 }
 
-/// The gate held exclusive while this lives.
-pub(crate) struct Exclusive {
+/// The gate held exclusive while this lives. Not `Send`.
+#[must_use = "the gate is let go when this is dropped"]
+pub struct Exclusive {
     gate: &'static Gate,
     _thread: PhantomData<*const ()>,
 }
@@ -60,6 +67,21 @@ pub(crate) fn shared(layered: bool) -> Shared {
 /// Holds the process's gate exclusive: no call of a layered instance or device
 /// runs on another thread until this is dropped.
 pub(crate) fn exclusive() -> Exclusive {
+    GATE.exclusive()
+}
+
+/// Holds the gate shared around calls into Vulkan objects that vkcopy did not
+/// make: a thread of this process then creates or destroys no instance or
+/// device (vkcopy's or another holder of [`creating`]) until this is dropped.
+/// Nests, and may be held across [`creating`] on the same thread.
+pub fn calling() -> Shared {
+    GATE.shared(true)
+}
+
+/// Holds the gate exclusive around a `vkCreateInstance`, `vkCreateDevice`,
+/// `vkDestroyDevice` or `vkDestroyInstance` that vkcopy does not make: no call
+/// of vkcopy's, or of a holder of [`calling`], runs meanwhile on another thread.
+pub fn creating() -> Exclusive {
     GATE.exclusive()
 }
 

@@ -3,7 +3,6 @@
 //! runs by the host clock, after warm-up copies, as `vkcopy-suite bench`
 //! times vkcopy. Readback data is checked on the first timed run.
 
-use std::ffi::c_void;
 use std::time::Instant;
 
 use super::ffi::{HalideBuffer, HalideDimension, HalideType, Library, DEVICE_DIRTY, HOST_DIRTY};
@@ -117,7 +116,6 @@ pub fn run(
     repeat: Option<u32>,
     mut each: impl FnMut(&Row),
 ) -> Result<(), String> {
-    let uc: *mut c_void = std::ptr::null_mut();
     for &n in sizes {
         let runs = repeats_for(n, repeat);
         let mut a = HostBuf::new(n)?;
@@ -129,17 +127,17 @@ pub fn run(
         // them; freed before the vectors drop.
         // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_malloc", unsafe {
-            (lib.device_malloc)(uc, &mut *a.raw, lib.vulkan)
+            lib.device_malloc(&mut *a.raw)
         })?;
         // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_malloc", unsafe {
-            (lib.device_malloc)(uc, &mut *b.raw, lib.vulkan)
+            lib.device_malloc(&mut *b.raw)
         })?;
         let upload = best(runs, || {
             a.raw.flags = HOST_DIRTY;
             // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_copy_to_device", unsafe {
-                (lib.copy_to_device)(uc, &mut *a.raw, lib.vulkan)
+                lib.copy_to_device(&mut *a.raw)
             })
         })?;
         each(&Row {
@@ -152,7 +150,7 @@ pub fn run(
             a.raw.flags = DEVICE_DIRTY;
             // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_buffer_copy", unsafe {
-                (lib.buffer_copy)(uc, &mut *a.raw, lib.vulkan, &mut *b.raw)
+                lib.buffer_copy(&mut *a.raw, true, &mut *b.raw)
             })
         })?;
         each(&Row {
@@ -166,7 +164,7 @@ pub fn run(
             b.raw.flags = DEVICE_DIRTY;
             // SAFETY: valid buffers with host memory that outlives them.
             ok("halide_copy_to_host", unsafe {
-                (lib.copy_to_host)(uc, &mut *b.raw)
+                lib.copy_to_host(&mut *b.raw)
             })
         })?;
         let correct = b
@@ -185,12 +183,12 @@ pub fn run(
                 a.raw.flags = HOST_DIRTY;
                 // SAFETY: valid buffers with host memory that outlives them.
                 ok("halide_copy_to_device", unsafe {
-                    (lib.copy_to_device)(uc, &mut *a.raw, lib.vulkan)
+                    lib.copy_to_device(&mut *a.raw)
                 })?;
                 a.raw.flags = DEVICE_DIRTY;
                 // SAFETY: valid buffers with host memory that outlives them.
                 ok("halide_copy_to_host", unsafe {
-                    (lib.copy_to_host)(uc, &mut *a.raw)
+                    lib.copy_to_host(&mut *a.raw)
                 })
             })?;
             each(&Row {
@@ -202,14 +200,14 @@ pub fn run(
         }
         // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_free", unsafe {
-            (lib.device_free)(uc, &mut *a.raw)
+            lib.device_free(&mut *a.raw)
         })?;
         // SAFETY: valid buffers with host memory that outlives them.
         ok("halide_device_free", unsafe {
-            (lib.device_free)(uc, &mut *b.raw)
+            lib.device_free(&mut *b.raw)
         })?;
     }
     // SAFETY: no buffer holds device memory.
-    unsafe { (lib.device_release)(uc, lib.vulkan) };
+    unsafe { lib.device_release() };
     Ok(())
 }

@@ -70,17 +70,18 @@ type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibraryS
 /// The entry points of one Halide runtime library.
 pub struct Library {
     _lib: libloading::Library,
+    /// `halide_vulkan_device_interface()`.
     pub vulkan: *const c_void,
-    pub device_malloc: Malloc,
-    pub device_free: OneBuffer,
-    pub copy_to_device: Malloc,
-    pub copy_to_host: OneBuffer,
-    pub buffer_copy: BufferCopy,
-    pub device_crop: Crop,
-    pub device_slice: Slice,
-    pub device_release_crop: OneBuffer,
-    pub device_release: Release,
-    pub reuse_device_allocations: Reuse,
+    device_malloc: Malloc,
+    device_free: OneBuffer,
+    copy_to_device: Malloc,
+    copy_to_host: OneBuffer,
+    buffer_copy: BufferCopy,
+    device_crop: Crop,
+    device_slice: Slice,
+    device_release_crop: OneBuffer,
+    device_release: Release,
+    reuse_device_allocations: Reuse,
     set_error_handler: SetErrorHandler,
     set_custom_print: SetPrint,
     set_get_library_symbol: SetGetLibrarySymbol,
@@ -96,6 +97,95 @@ pub struct Library {
 unsafe impl Send for Library {}
 // SAFETY: as above; the runner calls the runtime from one thread at a time.
 unsafe impl Sync for Library {}
+
+/// Halide's entry points, each called with vkcopy's layer gate held shared:
+/// Halide's Vulkan calls then never run while a vkcopy context of this process
+/// is made or dropped, and the shim holds the gate exclusive around Halide's
+/// own creations and destructions. The user context is always null.
+///
+/// # Safety (every method)
+/// Each buffer is a valid `halide_buffer_t` for the call, as Halide requires.
+impl Library {
+    pub unsafe fn device_malloc(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer and this library's interface.
+        unsafe { (self.device_malloc)(std::ptr::null_mut(), b, self.vulkan) }
+    }
+
+    pub unsafe fn device_free(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer.
+        unsafe { (self.device_free)(std::ptr::null_mut(), b) }
+    }
+
+    pub unsafe fn copy_to_device(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer and this library's interface.
+        unsafe { (self.copy_to_device)(std::ptr::null_mut(), b, self.vulkan) }
+    }
+
+    pub unsafe fn copy_to_host(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer.
+        unsafe { (self.copy_to_host)(std::ptr::null_mut(), b) }
+    }
+
+    /// `halide_buffer_copy` to the device when `to_device`, else to the host.
+    pub unsafe fn buffer_copy(
+        &self,
+        src: *mut HalideBuffer,
+        to_device: bool,
+        dst: *mut HalideBuffer,
+    ) -> c_int {
+        let iface = if to_device {
+            self.vulkan
+        } else {
+            std::ptr::null()
+        };
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffers.
+        unsafe { (self.buffer_copy)(std::ptr::null_mut(), src, iface, dst) }
+    }
+
+    pub unsafe fn device_crop(&self, src: *const HalideBuffer, dst: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffers.
+        unsafe { (self.device_crop)(std::ptr::null_mut(), src, dst) }
+    }
+
+    pub unsafe fn device_slice(
+        &self,
+        src: *const HalideBuffer,
+        dim: c_int,
+        pos: c_int,
+        dst: *mut HalideBuffer,
+    ) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffers.
+        unsafe { (self.device_slice)(std::ptr::null_mut(), src, dim, pos, dst) }
+    }
+
+    pub unsafe fn device_release_crop(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer.
+        unsafe { (self.device_release_crop)(std::ptr::null_mut(), b) }
+    }
+
+    /// `halide_device_release`: Halide drops its context (its device and
+    /// instance), taking the gate exclusive in the shim. No buffer may hold a
+    /// device allocation of this runtime any more.
+    pub unsafe fn device_release(&self) {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: this library's own interface.
+        unsafe { (self.device_release)(std::ptr::null_mut(), self.vulkan) }
+    }
+
+    pub fn reuse_device_allocations(&self, on: bool) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: takes no pointer but the null user context.
+        unsafe { (self.reuse_device_allocations)(std::ptr::null_mut(), on) }
+    }
+}
 
 static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
 

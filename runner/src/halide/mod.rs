@@ -18,6 +18,9 @@ pub(crate) mod ffi;
 pub(crate) mod runtime;
 pub(crate) mod shim;
 
+#[cfg(test)]
+mod layer_race;
+
 use std::path::Path;
 use std::sync::Mutex;
 

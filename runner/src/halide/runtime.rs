@@ -243,12 +243,12 @@ impl HalideRuntime {
         if s.view {
             // SAFETY: `raw` is a crop or slice Halide made.
             check("halide_device_release_crop", unsafe {
-                (lib.device_release_crop)(std::ptr::null_mut(), &mut *s.raw)
+                lib.device_release_crop(&mut *s.raw)
             })
         } else {
             // SAFETY: `raw` is a buffer with a device allocation from Halide.
             check("halide_device_free", unsafe {
-                (lib.device_free)(std::ptr::null_mut(), &mut *s.raw)
+                lib.device_free(&mut *s.raw)
             })
         }
     }
@@ -292,12 +292,7 @@ impl HalideRuntime {
         let src = self.get_mut(i)?;
         // SAFETY: both buffers are valid; the destination has host memory.
         check("halide_buffer_copy", unsafe {
-            (lib.buffer_copy)(
-                std::ptr::null_mut(),
-                &mut *src.raw,
-                std::ptr::null(),
-                &mut *out.raw,
-            )
+            lib.buffer_copy(&mut *src.raw, false, &mut *out.raw)
         })?;
         Ok(out)
     }
@@ -310,12 +305,7 @@ impl HalideRuntime {
         let dst = self.get_mut(i)?;
         // SAFETY: both buffers are valid.
         check("halide_buffer_copy", unsafe {
-            (lib.buffer_copy)(
-                std::ptr::null_mut(),
-                &mut *values.raw,
-                lib.vulkan,
-                &mut *dst.raw,
-            )
+            lib.buffer_copy(&mut *values.raw, true, &mut *dst.raw)
         })?;
         // As a pipeline leaves its output: on the device only.
         dst.set_flag(DEVICE_DIRTY, true);
@@ -347,9 +337,7 @@ impl HalideRuntime {
     fn upload(&mut self, i: usize, why: &str) -> Result<(), StepError> {
         self.step(i, StepKind::Upload, why, |lib, raw| {
             // SAFETY: a valid buffer.
-            check("halide_copy_to_device", unsafe {
-                (lib.copy_to_device)(std::ptr::null_mut(), raw, lib.vulkan)
-            })
+            check("halide_copy_to_device", unsafe { lib.copy_to_device(raw) })
         })
     }
 
@@ -359,9 +347,7 @@ impl HalideRuntime {
                 return Ok(());
             }
             // SAFETY: a valid buffer.
-            check("halide_device_malloc", unsafe {
-                (lib.device_malloc)(std::ptr::null_mut(), raw, lib.vulkan)
-            })
+            check("halide_device_malloc", unsafe { lib.device_malloc(raw) })
         })
     }
 
@@ -559,9 +545,7 @@ impl<'a> Runtime<'a> for HalideRuntime {
     fn device_malloc(&mut self, slot: usize) -> Result<(), StepError> {
         self.step(slot, StepKind::Malloc, "device_malloc", |lib, raw| {
             // SAFETY: a valid buffer.
-            check("halide_device_malloc", unsafe {
-                (lib.device_malloc)(std::ptr::null_mut(), raw, lib.vulkan)
-            })
+            check("halide_device_malloc", unsafe { lib.device_malloc(raw) })
         })
     }
 
@@ -570,7 +554,7 @@ impl<'a> Runtime<'a> for HalideRuntime {
         let s = self.get_mut(slot)?;
         // SAFETY: a valid buffer.
         check("halide_device_free", unsafe {
-            (lib.device_free)(std::ptr::null_mut(), &mut *s.raw)
+            lib.device_free(&mut *s.raw)
         })
     }
 
@@ -585,9 +569,7 @@ impl<'a> Runtime<'a> for HalideRuntime {
     fn copy_to_host(&mut self, slot: usize) -> Result<(), StepError> {
         self.step(slot, StepKind::Readback, "copy_to_host", |lib, raw| {
             // SAFETY: a valid buffer.
-            check("halide_copy_to_host", unsafe {
-                (lib.copy_to_host)(std::ptr::null_mut(), raw)
-            })
+            check("halide_copy_to_host", unsafe { lib.copy_to_host(raw) })
         })
     }
 
@@ -612,14 +594,9 @@ impl<'a> Runtime<'a> for HalideRuntime {
                 StepError::Check(format!("{} has no buffer here", self.names[from]))
             })?;
             self.step(to, kind, "buffer_copy", |lib, dst| {
-                let iface = if to_device {
-                    lib.vulkan
-                } else {
-                    std::ptr::null()
-                };
                 // SAFETY: two distinct valid buffers.
                 check("halide_buffer_copy", unsafe {
-                    (lib.buffer_copy)(std::ptr::null_mut(), &mut *src.raw, iface, dst)
+                    lib.buffer_copy(&mut *src.raw, to_device, dst)
                 })
             })
         })();
@@ -660,7 +637,7 @@ impl<'a> Runtime<'a> for HalideRuntime {
             let p: *const HalideBuffer = &*parent.raw;
             // SAFETY: the parent is valid and distinct from the new view, whose
             // dims (boxed in the slot) hold the crop's box in the parent.
-            let code = unsafe { (lib.device_crop)(std::ptr::null_mut(), p, &mut *slot.raw) };
+            let code = unsafe { lib.device_crop(p, &mut *slot.raw) };
             for (d, m) in slot._dims.iter_mut().zip(mins) {
                 d.min = m;
             }
@@ -678,17 +655,11 @@ impl<'a> Runtime<'a> for HalideRuntime {
             let (name, code) = match how {
                 // SAFETY: the parent is valid and distinct from the new view.
                 ViewKind::Slice { dim, pos } => ("halide_device_slice", unsafe {
-                    (lib.device_slice)(
-                        std::ptr::null_mut(),
-                        p,
-                        dim as c_int,
-                        pos as c_int,
-                        &mut *slot.raw,
-                    )
+                    lib.device_slice(p, dim as c_int, pos as c_int, &mut *slot.raw)
                 }),
                 // SAFETY: as above.
                 _ => ("halide_device_crop", unsafe {
-                    (lib.device_crop)(std::ptr::null_mut(), p, &mut *slot.raw)
+                    lib.device_crop(p, &mut *slot.raw)
                 }),
             };
             check(name, code)?;
@@ -704,15 +675,15 @@ impl<'a> Runtime<'a> for HalideRuntime {
     }
 
     fn reuse_device_allocations(&mut self, on: bool) -> Result<(), StepError> {
-        // SAFETY: a plain call.
-        check("halide_reuse_device_allocations", unsafe {
-            (self.lib.reuse_device_allocations)(std::ptr::null_mut(), on)
-        })
+        check(
+            "halide_reuse_device_allocations",
+            self.lib.reuse_device_allocations(on),
+        )
     }
 
     fn device_release(&mut self) -> Result<(), StepError> {
         // SAFETY: Halide frees what it cached and its context.
-        unsafe { (self.lib.device_release)(std::ptr::null_mut(), self.lib.vulkan) };
+        unsafe { self.lib.device_release() };
         check("halide_device_release", 0)
     }
 
@@ -757,11 +728,15 @@ impl<'a> Runtime<'a> for HalideRuntime {
             give_back(self.give_back(d));
         }
         // SAFETY: no buffer holds a device allocation any more.
-        unsafe { (self.lib.device_release)(std::ptr::null_mut(), self.lib.vulkan) };
+        unsafe { self.lib.device_release() };
         let live = shim::live();
-        let leaks = (live.memories > 0 || live.buffers > 0).then(|| {
+        let leaks = (live.memories > 0 || live.buffers > 0 || live.devices > 0).then(|| {
+            let devices = match live.devices {
+                0 => String::new(),
+                n => format!(" and {n} VkDevice"),
+            };
             format!(
-                "after halide_device_release, Halide still holds {} VkDeviceMemory ({} bytes) and {} VkBuffer",
+                "after halide_device_release, Halide still holds {} VkDeviceMemory ({} bytes) and {} VkBuffer{devices}",
                 live.memories, live.memory_bytes, live.buffers
             )
         });

@@ -116,6 +116,8 @@ struct Seen {
     validation: bool,
     messages: Vec<String>,
     messenger: Option<(u64, vk::DebugUtilsMessengerEXT)>,
+    /// Devices Halide made and has not destroyed (its context outlives cases).
+    devices: u64,
     /// The real memory types, read once.
     real_types: Vec<crate::rt::MemoryType>,
 }
@@ -136,11 +138,12 @@ pub type CopyCounts = unsafe extern "C" fn(*mut u64);
 pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<CopyCounts>) {
     let mut s = seen();
     let real = std::mem::take(&mut s.real);
-    let (device_type, messenger) = (s.device_type, s.messenger);
+    let (device_type, messenger, devices) = (s.device_type, s.messenger, s.devices);
     *s = Seen {
         real,
         device_type,
         messenger,
+        devices,
         validation,
         ..Seen::default()
     };
@@ -159,6 +162,8 @@ pub struct Live {
     /// Copies and bytes to the device, to the host, device to device.
     pub copies: [u64; 3],
     pub bytes: [u64; 3],
+    /// Devices Halide holds: 1 while its context is up.
+    pub devices: u64,
 }
 
 pub fn live() -> Live {
@@ -170,6 +175,7 @@ pub fn live() -> Live {
         mappings: s.mappings,
         copies: s.copies,
         bytes: s.bytes,
+        devices: s.devices,
     }
 }
 
@@ -340,6 +346,8 @@ fn ours(name: &[u8]) -> Option<*mut c_void> {
         b"vkGetInstanceProcAddr" => get_instance_proc_addr as *mut c_void,
         b"vkCreateInstance" => create_instance as *mut c_void,
         b"vkDestroyInstance" => destroy_instance as *mut c_void,
+        b"vkCreateDevice" => create_device as *mut c_void,
+        b"vkDestroyDevice" => destroy_device as *mut c_void,
         b"vkGetDeviceProcAddr" => get_device_proc_addr as *mut c_void,
         b"vkGetPhysicalDeviceProperties" => get_physical_device_properties as *mut c_void,
         b"vkEnumerateDeviceExtensionProperties" => enumerate_device_extensions as *mut c_void,
@@ -937,6 +945,39 @@ fn messenger_info<'a>() -> vk::DebugUtilsMessengerCreateInfoEXT<'a> {
         .pfn_user_callback(Some(on_message))
 }
 
+/// Halide's device, made with vkcopy's layer gate held exclusive, as vkcopy
+/// makes its own: no call of another thread's context runs meanwhile.
+unsafe extern "system" fn create_device(
+    pd: vk::PhysicalDevice,
+    info: *const vk::DeviceCreateInfo<'_>,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+    out: *mut vk::Device,
+) -> vk::Result {
+    let Some(f) = real::<vk::PFN_vkCreateDevice>("vkCreateDevice") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let _lifecycle = vkcopy::layer_gate::creating();
+    // SAFETY: forwarded as Halide called it.
+    let r = unsafe { f(pd, info, callbacks, out) };
+    if r == vk::Result::SUCCESS {
+        seen().devices += 1;
+    }
+    r
+}
+
+unsafe extern "system" fn destroy_device(
+    device: vk::Device,
+    callbacks: *const vk::AllocationCallbacks<'_>,
+) {
+    if let Some(f) = real::<vk::PFN_vkDestroyDevice>("vkDestroyDevice") {
+        let _lifecycle = vkcopy::layer_gate::creating();
+        // SAFETY: forwarded as Halide called it.
+        unsafe { f(device, callbacks) };
+        let mut s = seen();
+        s.devices = s.devices.saturating_sub(1);
+    }
+}
+
 /// Halide's instance, with the validation layer (synchronization validation
 /// on) and a messenger when the case runs under it, as vkcopy's contexts do.
 unsafe extern "system" fn create_instance(
@@ -947,6 +988,7 @@ unsafe extern "system" fn create_instance(
     let Some(l) = loader() else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
+    let _lifecycle = vkcopy::layer_gate::creating();
     // SAFETY: the loader's own entry point, looked up by name.
     let Some(f) = (unsafe { (l.gipa)(vk::Instance::null(), c"vkCreateInstance".as_ptr()) }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -1029,6 +1071,7 @@ unsafe extern "system" fn destroy_instance(
     callbacks: *const vk::AllocationCallbacks<'_>,
 ) {
     let Some(l) = loader() else { return };
+    let _lifecycle = vkcopy::layer_gate::creating();
     let mine = seen()
         .messenger
         .take_if(|(i, _)| *i == vk::Handle::as_raw(instance));
