@@ -1,6 +1,8 @@
 //! Every relative link of every tracked Markdown file points at a file or
 //! folder that exists (`scripts/docs.sh` runs this beside `cargo doc`, whose
-//! `-D warnings` catches broken intra-doc links).
+//! `-D warnings` catches broken intra-doc links), and every count the docs
+//! take from `scripts/test.sh`'s closing line agrees with the line TESTING.md
+//! quotes (`scripts/doc-counts.py` rewrites them from a run's log).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -210,4 +212,51 @@ text](w.md)
         local_target(repo, from, "/TESTING.md"),
         Some(PathBuf::from("/r/TESTING.md"))
     );
+}
+
+/// Runs `scripts/doc-counts.py --check` with `args`: exit status and output.
+fn doc_counts(args: &[&str]) -> (bool, String) {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/doc-counts.py"))
+        .arg("--check")
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("python3 runs scripts/doc-counts.py");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// Every count the docs take from `scripts/test.sh`'s closing line agrees with
+/// the line TESTING.md quotes: the docs are of that run, not of the live
+/// cases (which others add to after it), so main stays green until the next
+/// run is quoted.
+#[test]
+fn doc_counts_agree_with_the_quoted_closing_line() {
+    let (ok, text) = doc_counts(&[]);
+    assert!(ok, "{text}");
+}
+
+/// A count that disagrees is named with its file and line.
+#[test]
+fn a_count_that_disagrees_is_named_with_its_line() {
+    let testing = std::fs::read_to_string(repo().join("TESTING.md")).unwrap();
+    let quoted = testing
+        .lines()
+        .find(|l| l.starts_with("scripts/test.sh: "))
+        .expect("TESTING.md quotes a closing line");
+    let found = Regex::new(r"21\.0\.0: (\d+) passed").unwrap();
+    let n: u64 = found.captures(quoted).expect("21.0.0's part")[1]
+        .parse()
+        .unwrap();
+    let line = found.replace(quoted, format!("21.0.0: {} passed", n + 1));
+    let (ok, text) = doc_counts(&["--line", &line]);
+    assert!(!ok, "{text}");
+    let named = Regex::new(&format!(
+        r"cases/halide/README\.md:\d+: {n}, expected {}",
+        n + 1
+    ))
+    .unwrap();
+    assert!(named.is_match(&text), "{text}");
 }
