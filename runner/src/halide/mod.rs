@@ -30,39 +30,59 @@ pub use runtime::{HalideRuntime, CAPABILITIES};
 /// What of `options` cannot reach Halide's runtime, which picks its device,
 /// memory types and copy paths itself: a run is refused with it named, rather
 /// than run without it. vkcopy's defaults, and settings that only turn a
-/// vkcopy route off (`mapped_upload: never`, `mapped_readback: never`,
-/// `device_copy: transfer`), are what Halide does anyway.
+/// vkcopy route off (`import_host: false`, `mapped_upload: never`,
+/// `mapped_readback: never`, `device_copy: transfer`), are what Halide does
+/// anyway. Every field is named here, so a new one does not compile until it
+/// is accepted or refused.
 pub fn refused(options: &ContextOptions) -> Option<String> {
+    let ContextOptions {
+        device,
+        validation: _,      // the shim puts the layer on Halide's instance
+        simulate_memory: _, // the shim presents the table to Halide
+        policy,
+        import_host: _, // Halide never imports host memory
+        alloc_config,
+        device_copy,
+        mapped_upload,
+        mapped_readback,
+        small_copy_queue,
+        timeout,
+        spin,
+        emulate,
+    } = options;
     let plain = ContextOptions::default();
     let mut not = Vec::new();
-    if options.policy != Policy::default() {
-        not.push(format!(
-            "policy {} (--policy, VKCOPY_POLICY)",
-            options.policy
-        ));
+    if *policy != Policy::default() {
+        not.push(format!("policy {policy} (--policy, VKCOPY_POLICY)"));
     }
-    if options.device != plain.device {
+    if *device != plain.device {
         not.push(
             "a device choice (VKCOPY_DEVICE, VKCOPY_DEVICE_TYPE; Halide reads HL_VK_DEVICE_TYPE)"
                 .into(),
         );
     }
-    if options.alloc_config != plain.alloc_config {
+    if *alloc_config != plain.alloc_config {
         not.push("VKCOPY_ALLOC_CONFIG".into());
     }
-    if options.device_copy == DeviceCopy::Shader {
+    if *device_copy == DeviceCopy::Shader {
         not.push("VKCOPY_DEVICE_COPY=shader".into());
     }
-    if options.mapped_upload == MappedCopy::Always {
+    if *mapped_upload == MappedCopy::Always {
         not.push("VKCOPY_MAPPED_UPLOAD=always".into());
     }
-    if options.mapped_readback == MappedCopy::Always {
+    if *mapped_readback == MappedCopy::Always {
         not.push("VKCOPY_MAPPED_READBACK=always".into());
     }
-    if options.small_copy_queue == SmallCopyQueue::Other {
+    if *small_copy_queue == SmallCopyQueue::Other {
         not.push("VKCOPY_SMALL_COPY_QUEUE=other".into());
     }
-    if options.emulate != Emulate::default() {
+    if *timeout != plain.timeout {
+        not.push("VKCOPY_TIMEOUT_MS (Halide waits without a limit)".into());
+    }
+    if *spin != plain.spin {
+        not.push("VKCOPY_SPIN_US".into());
+    }
+    if *emulate != Emulate::default() {
         not.push("VKCOPY_EMULATE".into());
     }
     (!not.is_empty()).then(|| {
@@ -96,4 +116,65 @@ pub fn open(
     );
     ffi::take_errors();
     Ok(HalideRuntime::new(lib, slots, one))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_route_offs_reach_halide_and_every_other_setting_is_refused() {
+        let plain = ContextOptions::default();
+        assert_eq!(refused(&plain), None);
+        let off = ContextOptions {
+            import_host: false,
+            mapped_upload: MappedCopy::Never,
+            mapped_readback: MappedCopy::Never,
+            device_copy: DeviceCopy::Transfer,
+            validation: true,
+            ..ContextOptions::default()
+        };
+        assert_eq!(refused(&off), None);
+        let cases: [(ContextOptions, &str); 5] = [
+            (
+                ContextOptions {
+                    timeout: std::time::Duration::from_secs(5),
+                    ..ContextOptions::default()
+                },
+                "VKCOPY_TIMEOUT_MS",
+            ),
+            (
+                ContextOptions {
+                    spin: std::time::Duration::ZERO,
+                    ..ContextOptions::default()
+                },
+                "VKCOPY_SPIN_US",
+            ),
+            (
+                ContextOptions {
+                    small_copy_queue: SmallCopyQueue::Other,
+                    ..ContextOptions::default()
+                },
+                "VKCOPY_SMALL_COPY_QUEUE=other",
+            ),
+            (
+                ContextOptions {
+                    mapped_readback: MappedCopy::Always,
+                    ..ContextOptions::default()
+                },
+                "VKCOPY_MAPPED_READBACK=always",
+            ),
+            (
+                ContextOptions {
+                    device_copy: DeviceCopy::Shader,
+                    ..ContextOptions::default()
+                },
+                "VKCOPY_DEVICE_COPY=shader",
+            ),
+        ];
+        for (options, named) in cases {
+            let why = refused(&options).unwrap_or_else(|| panic!("{named} was not refused"));
+            assert!(why.starts_with(named), "{why}");
+        }
+    }
 }
