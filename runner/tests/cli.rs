@@ -1336,25 +1336,28 @@ fn flakes_and_junit_read_a_history_of_runs() {
     assert_eq!(found[0]["history"], "fp");
     assert_eq!(found[0]["rate"], 0.5);
     let xml = dir.path().join("j.xml");
-    let out = suite()
-        .arg("junit")
-        .arg(&run_1)
-        .args([
-            "--limit",
-            "0",
-            "--link",
-            "https://lab/{device}/{name}",
-            "--out",
-        ])
-        .arg(&xml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    // `junit` on `from` with `args`: its status, stderr and the XML it wrote.
+    let junit = |from: &Path, args: &[&str]| {
+        let out = suite()
+            .arg("junit")
+            .arg(from)
+            .args(args)
+            .arg("--out")
+            .arg(&xml)
+            .output()
+            .unwrap();
+        let text = std::fs::read_to_string(&xml).unwrap_or_default();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            text,
+        )
+    };
+    let (code, stderr, text) = junit(
+        &run_1,
+        &["--limit", "0", "--link", "https://lab/{device}/{name}"],
     );
-    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(text.matches("<flakyFailure").count(), 1, "{text}");
     // `fails` is over the limit of 0: counted, not written.
     assert!(!text.contains("<testcase name=\"fails\""), "{text}");
@@ -1364,32 +1367,15 @@ fn flakes_and_junit_read_a_history_of_runs() {
     );
     // A folder gives every run below it, one test suite each, as `merge`
     // reads folders; a folder without one is refused.
-    let out = suite()
-        .arg("junit")
-        .arg(dir.path().join("out"))
-        .args(["--out"])
-        .arg(&xml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&xml).unwrap();
+    let (code, stderr, text) = junit(&dir.path().join("out"), &[]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(text.matches("<testsuite ").count(), 2, "{text}");
     assert_eq!(text.matches("<flakyFailure").count(), 1, "{text}");
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let out = suite()
-        .arg("junit")
-        .arg(&empty)
-        .args(["--out"])
-        .arg(&xml)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no results.json in this folder"));
+    let (code, stderr, _) = junit(&empty, &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no results.json in this folder"));
 }
 
 /// Expectations in layers: the run names the files it looks for (device, model,

@@ -64,12 +64,6 @@ pub(crate) fn shared(layered: bool) -> Shared {
     GATE.shared(layered)
 }
 
-/// Holds the process's gate exclusive: no call of a layered instance or device
-/// runs on another thread until this is dropped.
-pub(crate) fn exclusive() -> Exclusive {
-    GATE.exclusive()
-}
-
 /// Holds the gate shared around calls into Vulkan objects that vkcopy did not
 /// make: a thread of this process then creates or destroys no instance or
 /// device (vkcopy's or another holder of [`creating`]) until this is dropped.
@@ -79,8 +73,9 @@ pub fn calling() -> Shared {
 }
 
 /// Holds the gate exclusive around a `vkCreateInstance`, `vkCreateDevice`,
-/// `vkDestroyDevice` or `vkDestroyInstance` that vkcopy does not make: no call
-/// of vkcopy's, or of a holder of [`calling`], runs meanwhile on another thread.
+/// `vkDestroyDevice` or `vkDestroyInstance`, vkcopy's own or another's: no
+/// call of vkcopy's, or of a holder of [`calling`], runs meanwhile on another
+/// thread.
 pub fn creating() -> Exclusive {
     GATE.exclusive()
 }

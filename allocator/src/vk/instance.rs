@@ -21,7 +21,7 @@ type Messages = Mutex<Vec<String>>;
 /// 2018), so contexts made and dropped on several threads at once must not
 /// create or destroy at the same time, layers or not.
 pub(crate) fn lifecycle() -> gate::Exclusive {
-    gate::exclusive()
+    gate::creating()
 }
 
 /// Layers enabled by the environment for every instance (the loader's
