@@ -135,9 +135,10 @@ def run_once(exe, runtime, target, timeout, validation):
     return "fail", took, detail[:300], said
 
 
-def expectations(path):
+def expectations(path, key="test", verdicts=VERDICTS):
     """{(test, runtime): (verdicts, reason)} and the mirrors' known gaps
-    {(test, runtime): reason} from the expectations file."""
+    {(test, runtime): reason} from the expectations file (whose entries name
+    their test under `key`)."""
     if yaml is None:
         print(f"no PyYAML here: {path} not read, every verdict recorded as it comes", flush=True)
         return {}, {}
@@ -150,9 +151,9 @@ def expectations(path):
     for e in data.get("expected") or []:
         for rt in e["runtimes"]:
             for v in e["verdicts"]:
-                if v not in VERDICTS:
-                    sys.exit(f"{path}: {e['test']}: verdict {v!r}: not one of {', '.join(VERDICTS)}")
-            out[(e["test"], rt)] = (set(e["verdicts"]), e["reason"])
+                if v not in verdicts:
+                    sys.exit(f"{path}: {e[key]}: verdict {v!r}: not one of {', '.join(verdicts)}")
+            out[(e[key], rt)] = (set(e["verdicts"]), e["reason"])
     return out, gaps
 
 
@@ -203,9 +204,9 @@ def judge(test, verdict, mirrors, gap):
     return ", ".join(f"{counts[k]} {k}" for k in order if k in counts), wrong
 
 
-def table(tests, runtimes, results, expected, gaps, judged):
+def table(tests, runtimes, results, expected, gaps, judged, what="Halide test"):
     """The Markdown table of test x runtime verdicts, each with its mirrors'."""
-    head = "| Halide test | " + " | ".join(r["name"] for r in runtimes) + " |"
+    head = f"| {what} | " + " | ".join(r["name"] for r in runtimes) + " |"
     rows = [head, "|---|" + "---|" * len(runtimes)]
     notes = []
 
@@ -230,6 +231,16 @@ def table(tests, runtimes, results, expected, gaps, judged):
     rows.append("")
     rows += [f"{i + 1}. {n}" for i, n in enumerate(notes)]
     return "\n".join(rows) + "\n"
+
+
+def write_table(path, marker, new):
+    """Puts a table between the markers `<!-- MARKER: begin/end -->` of a file."""
+    text = open(path).read()
+    begin, end = f"<!-- {marker}: begin -->", f"<!-- {marker}: end -->"
+    if begin not in text or end not in text:
+        sys.exit(f"{path}: no {begin} ... {end} markers")
+    text = text[:text.index(begin) + len(begin)] + "\n" + new + text[text.index(end):]
+    open(path, "w").write(text)
 
 
 def run_all(a, tests, runtimes, expected):
@@ -362,13 +373,7 @@ def main():
             json.dump([{"test": t, "runtime": rt, "verdict": v, "seconds": round(secs, 2), "detail": d}
                        for (t, rt), (v, secs, d) in sorted(results.items())], f, indent=1)
     if a.table:
-        text = open(a.table).read()
-        begin, end = "<!-- halide-tests: begin -->", "<!-- halide-tests: end -->"
-        if begin not in text or end not in text:
-            sys.exit(f"{a.table}: no {begin} ... {end} markers")
-        new = table(tests, runtimes, results, expected, gaps, judged)
-        text = text[:text.index(begin) + len(begin)] + "\n" + new + text[text.index(end):]
-        open(a.table, "w").write(text)
+        write_table(a.table, "halide-tests", table(tests, runtimes, results, expected, gaps, judged))
     for b in bad + disagree:
         print(f"unexpected: {b}")
     total = len(tests) * len(runtimes)

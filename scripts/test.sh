@@ -15,7 +15,8 @@
 # known failures are reports/expectations/runtime-halide-<name>.yaml. Then
 # real Halide pipelines run on both (scripts/halide-pipelines.sh), and Halide
 # 19.0.0's own GPU tests on 19.0.0, 19.0.0-fixed, 19.0.0-repaired and vkcopy
-# (scripts/halide-tests.sh), which also judge the cases that mirror them. The
+# (scripts/halide-tests.sh), which also judge the cases that mirror them, and
+# its GPU-scheduled apps on the same four (scripts/halide-apps.sh). The
 # runtimes are still built first, since runner/tests/halide.rs uses them. The
 # runs after `cargo test` use the suite binary it built (with the runtime's
 # fault hook, which the runner's tests enable), so nothing is built twice. The
@@ -62,5 +63,8 @@ if [ $# -eq 0 ]; then
     echo "Halide 19.0.0's own GPU tests on Halide's runtime, the fixed one, the repaired one and vkcopy's, and the mirrors judged by them:"
     scripts/halide-tests.sh "${suites[@]}" 2>&1 | tee "$log/tests"
     summary+="; $(grep "^Halide's tests:" "$log/tests" | tail -n 1 | sed 's/ (.*//')"
+    echo "Halide 19.0.0's own apps, built ahead of time, on Halide's runtime, the fixed one, the repaired one and vkcopy's:"
+    scripts/halide-apps.sh 2>&1 | tee "$log/apps"
+    summary+="; $(grep "^Halide's apps:" "$log/apps" | tail -n 1 | sed 's/ (.*//')"
 fi
 echo "scripts/test.sh: $summary"

@@ -238,10 +238,19 @@ pub(crate) fn run(k: &mut Kernels, name: &str, g: &Grid, args: &Args) -> Result<
         })?;
         // SAFETY: as above.
         let view = unsafe { buffer::shaped_like(h, buf, &format!("argument {i} of {name}")) }?;
-        ranges.push(
-            ctx.view_range(&view)
-                .map_err(|e| Failure::vk(code::DEVICE_RUN_FAILED, e))?,
-        );
+        let range = ctx
+            .view_range(&view)
+            .map_err(|e| Failure::vk(code::DEVICE_RUN_FAILED, e))?;
+        // Past this, binding it is invalid Vulkan, which some drivers run anyway.
+        let max = u64::from(ctx.info().max_storage_buffer_range);
+        if range.range > max {
+            return Err(fail(format!(
+                "{name}: buffer argument {i} spans {} bytes, more than the device's \
+                 maxStorageBufferRange ({max}): no kernel can bind it",
+                range.range
+            )));
+        }
+        ranges.push(range);
         views.push(view);
     }
     // A view whose offset a descriptor cannot take (a crop: Halide 21 binds
