@@ -19,18 +19,23 @@ file, as scripts/halide_tests.py holds the tests'.
 """
 
 import argparse
+import ast
 import concurrent.futures
 import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
-import yaml
+
+try:
+    import yaml
+except ImportError:  # a lab machine without PyYAML reads the settings as JSON
+    yaml = None
 
 from halide_tests import expectations, table, write_table
 
@@ -148,6 +153,13 @@ class Build:
             if err:
                 self.error = f"RunGen does not link: {err}"
                 return self
+            if folder == self.gpu:
+                timer = os.path.join(folder, "time")
+                err = sh(["c++", "-std=c++17", "-I", inc, reg, a.timer, lib_a] + runtime
+                         + ["-ldl", "-lpthread", "-o", timer], timer)
+                if err:
+                    self.error = f"time_app does not link: {err}"
+                    return self
         return self
 
     def args(self):
@@ -200,19 +212,32 @@ def run(runner, args, outs, folder, timeout, env):
 
 
 def load(path):
-    """An .npy of Halide's image_io (whose header numpy reads as of Python 2's)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return np.load(path)
+    """An .npy of Halide's image_io, whose header (padded with new lines
+    before its spaces) numpy 2 refuses: read by hand."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError(f"{path}: not an .npy file")
+    size, start = (struct.unpack("<H", data[8:10])[0], 10) if data[6] == 1 else (struct.unpack("<I", data[8:12])[0], 12)
+    header = ast.literal_eval(data[start:start + size].decode("latin1").strip())
+    arr = np.frombuffer(data, dtype=np.dtype(header["descr"]), offset=start + size)
+    order = "F" if header["fortran_order"] else "C"
+    return arr.reshape(header["shape"], order=order)
 
 
-def compare(cpu, gpu, outs, tolerance):
-    """None when every output matches, else what differs."""
+def compare(cpu, gpu, outs, tolerance, float_ulps):
+    """None when every output matches, else what differs. A float output
+    without an app's own tolerance may be off by `float_ulps` ULP of its
+    largest magnitude."""
     for n, _ in outs:
         want, got = load(os.path.join(cpu, n + ".npy")), load(os.path.join(gpu, n + ".npy"))
         if want.shape != got.shape:
             return f"{n}: shape {got.shape}, the CPU's {want.shape}"
-        t = tolerance or {}
+        t = tolerance
+        if t is None and np.issubdtype(want.dtype, np.floating) and want.size:
+            scale = float(np.nanmax(np.abs(want.astype(np.float64))))
+            t = {"abs": float_ulps * float(np.finfo(want.dtype).eps) * scale}
+        t = t or {}
         w, g = want.astype(np.float64), got.astype(np.float64)
         bad = ~(np.abs(g - w) <= float(t.get("abs", 0)) + float(t.get("rel", 0)) * np.abs(w))
         bad &= ~(np.isnan(g) & np.isnan(w))
@@ -225,45 +250,65 @@ def compare(cpu, gpu, outs, tolerance):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--src", required=True, help="Halide's unpacked sources")
-    ap.add_argument("--wheel", required=True, help="the wheel's halide package folder")
-    ap.add_argument("--out", required=True, help="folder for the builds, outputs and results.json")
-    ap.add_argument("--settings", required=True, help="the apps' settings (halide-abi/apps/apps.yaml)")
-    ap.add_argument("--expectations", required=True)
-    ap.add_argument("--runtime", action="append", default=[], metavar="NAME=FOLDER",
-                    help="a runtime: its name and the folder of its libhalide_runtime_vulkan.so")
-    ap.add_argument("--layer", action="append", default=[], metavar="NAME",
-                    help="run this runtime under the validation layer (any message fails the app)")
-    ap.add_argument("--cpu-runtime", required=True, help="Halide's generic runtime object for the CPU runners")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--table", help="Markdown file whose table between the markers is rewritten")
-    ap.add_argument("apps", nargs="*", help="app names (default: every app with a GPU schedule)")
-    a = ap.parse_args()
-    settings = yaml.safe_load(open(a.settings)) or {}
-    a.target = settings["target"]
-    a.cpu_target = settings["cpu_target"]
-    per_app = settings.get("apps") or {}
-    a.out = os.path.abspath(a.out)
-    os.makedirs(a.out, exist_ok=True)
-    available = gpu_apps(a.src)
-    unknown = [x for x in list(a.apps) + list(per_app) if x not in available]
-    if unknown:
-        sys.exit(f"no app with a GPU schedule named {', '.join(unknown)} in {a.src}/apps")
-    apps = a.apps or sorted(available)
-    runtimes = []
-    for spec in a.runtime:
-        name, _, folder = spec.partition("=")
-        if not os.path.isfile(os.path.join(folder, "libhalide_runtime_vulkan.so")):
-            sys.exit(f"--runtime {spec}: no libhalide_runtime_vulkan.so in {folder}")
-        runtimes.append((name, os.path.abspath(folder)))
-    expected, _ = expectations(a.expectations, key="app", verdicts=VERDICTS)
+def time_sizes(b):
+    """time_app's NAME=[...] arguments: apps.yaml's `time:`, else the sizes of the check."""
+    s = b.settings
+    if "time" in s:
+        return [f"{k}={v}" for k, v in (s["time"] or {}).items()]
+    out = []
+    for k, v in (s.get("inputs") or {}).items():
+        m = re.search(r"\[[\d,]+\]", v)
+        if m:
+            out.append(f"{k}={m.group(0)}")
+    if str(s.get("output_extents", "estimate")).startswith("["):
+        out += [f"{n}={s['output_extents']}" for n, _ in b.outs]
+    return out
+
+
+def time_all(a, builds, runtimes, results):
+    """Times each app that ran on each runtime, one at a time; a Markdown
+    table of medians (and bests) to stdout, every figure to timings.json."""
+    rows = []
+    figures = []
+    for b in builds:
+        if not getattr(b, "outs", None):
+            continue
+        cells = []
+        for name, folder in runtimes:
+            if results[(b.app, name)][0] not in ("pass", "differ", "crash"):
+                cells.append(results[(b.app, name)][0])
+                continue
+            env = dict(os.environ, LD_LIBRARY_PATH=folder + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+            env.pop("LD_PRELOAD", None)
+            cmd = [os.path.join(b.gpu, "time"), str(a.time)] + time_sizes(b)
+            try:
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+                m = re.search(r"best ([\d.]+) ms median ([\d.]+) ms", p.stdout)
+            except subprocess.TimeoutExpired:
+                p, m = None, None
+            if not m:
+                why = "timeout" if p is None else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+                cells.append(f"fail: {why[:80]}")
+                continue
+            best, median = float(m.group(1)), float(m.group(2))
+            figures.append({"app": b.app, "runtime": name, "best_ms": best, "median_ms": median,
+                            "iterations": a.time, "sizes": time_sizes(b)})
+            cells.append(f"{median:.2f} ({best:.2f})")
+            print(f"time {name:16} {b.app:26} median {median:9.3f} ms, best {best:9.3f} ms", flush=True)
+        rows.append(f"| {b.app} | " + " | ".join(cells) + " |")
+    with open(os.path.join(a.out, "timings.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    print(f"\nms per run, inputs uploaded and outputs read back: median (best) of {a.time}")
+    print("| app | " + " | ".join(n for n, _ in runtimes) + " |")
+    print("|---|" + "---:|" * len(runtimes))
+    print("\n".join(rows), flush=True)
+
+
+def build_all(a, apps, available, per_app, runtimes):
+    """Builds RunGen's main and time_app once, then each app (or takes them built)."""
+    started = time.monotonic()
     a.vulkan_link = runtimes[0][1]
     a.cpu_runtime = os.path.abspath(a.cpu_runtime)
-
-    started = time.monotonic()
     inc = os.path.join(a.wheel, "include")
     tools = os.path.join(a.wheel, "share", "tools")
     a.rungen = os.path.join(a.out, "RunGenMain.o")
@@ -272,10 +317,73 @@ def main():
               "-c", os.path.join(tools, "RunGenMain.cpp"), "-o", a.rungen], a.rungen)
     if err:
         sys.exit(f"RunGenMain.cpp does not compile against the wheel:\n{err}")
+    a.timer = os.path.join(a.out, "time_app.o")
+    err = sh(["c++", "-std=c++17", "-O2", "-Wall", "-I", inc, "-c", a.time_source, "-o", a.timer], a.timer)
+    if err:
+        sys.exit(f"{a.time_source} does not compile against the wheel:\n{err}")
     print(f"building {len(apps)} apps with the wheel ({a.jobs} at a time) ...", flush=True)
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         builds = list(pool.map(lambda x: Build(a, x, available[x], per_app.get(x) or {}).run(), apps))
     print(f"built in {time.monotonic() - started:.0f} s", flush=True)
+    return builds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", help="Halide's unpacked sources (not with --prebuilt)")
+    ap.add_argument("--wheel", help="the wheel's halide package folder (not with --prebuilt)")
+    ap.add_argument("--out", required=True, help="folder for the builds, outputs and results.json")
+    ap.add_argument("--settings", required=True,
+                    help="the apps' settings (halide-abi/apps/apps.yaml, or the same as JSON)")
+    ap.add_argument("--expectations", help="verdicts other than pass (without: every verdict recorded as it comes)")
+    ap.add_argument("--runtime", action="append", default=[], metavar="NAME=FOLDER",
+                    help="a runtime: its name and the folder of its libhalide_runtime_vulkan.so")
+    ap.add_argument("--layer", action="append", default=[], metavar="NAME",
+                    help="run this runtime under the validation layer (any message fails the app)")
+    ap.add_argument("--cpu-runtime", help="Halide's generic runtime object for the CPU runners (not with --prebuilt)")
+    ap.add_argument("--prebuilt", action="store_true",
+                    help="run the apps already built in --out (on a machine without the wheel or a compiler)")
+    ap.add_argument("--time", type=int, default=0, metavar="N",
+                    help="also time each app on each runtime as an application runs it, N iterations "
+                         "(time_app.cpp), at the sizes of apps.yaml's `time:`; to timings.json")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--table", help="Markdown file whose table between the markers is rewritten")
+    ap.add_argument("apps", nargs="*", help="app names (default: every app with a GPU schedule)")
+    a = ap.parse_args()
+    with open(a.settings) as f:
+        settings = (yaml.safe_load(f) if yaml else json.load(f)) or {}
+    a.time_source = os.path.join(os.path.dirname(os.path.abspath(a.settings)), "time_app.cpp")
+    a.target = settings["target"]
+    a.float_ulps = float(settings.get("float_ulps", 0))
+    a.cpu_target = settings["cpu_target"]
+    per_app = settings.get("apps") or {}
+    a.out = os.path.abspath(a.out)
+    os.makedirs(a.out, exist_ok=True)
+    if a.prebuilt:
+        available = {x: None for x in sorted(os.listdir(a.out)) if os.path.isfile(os.path.join(a.out, x, "cpu", "run"))}
+    else:
+        available = gpu_apps(a.src)
+    unknown = [x for x in list(a.apps) + list(per_app) if x not in available]
+    if unknown:
+        sys.exit(f"no app with a GPU schedule named {', '.join(unknown)} in {a.src or a.out}")
+    apps = a.apps or sorted(available)
+    runtimes = []
+    for spec in a.runtime:
+        name, _, folder = spec.partition("=")
+        if not os.path.isfile(os.path.join(folder, "libhalide_runtime_vulkan.so")):
+            sys.exit(f"--runtime {spec}: no libhalide_runtime_vulkan.so in {folder}")
+        runtimes.append((name, os.path.abspath(folder)))
+    expected = expectations(a.expectations, key="app", verdicts=VERDICTS)[0] if a.expectations else {}
+    started = time.monotonic()
+    if a.prebuilt:
+        builds = [Build(a, x, None, per_app.get(x) or {}) for x in apps]
+        for b in builds:
+            if not os.path.isfile(os.path.join(b.gpu, "run")):
+                b.unbuilt = "not built for Vulkan (see the build machine's results.json)"
+    else:
+        builds = build_all(a, apps, available, per_app, runtimes)
+
 
     def one(b):
         """Every verdict of one app: {runtime: (verdict, seconds, detail)}."""
@@ -283,7 +391,7 @@ def main():
             v = ("unbuilt", 0.0, b.unbuilt) if b.unbuilt else ("fail", 0.0, b.error[:300])
             return b, {name: v for name, _ in runtimes}
         cpu_runner = os.path.join(b.cpu, "run")
-        outs = outputs(cpu_runner)
+        outs = b.outs = outputs(cpu_runner)
         if not outs:
             return b, {name: ("fail", 0.0, "RunGen --describe names no output") for name, _ in runtimes}
         env = dict(os.environ)
@@ -300,9 +408,15 @@ def main():
                            VK_LAYER_ENABLES="VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT")
             got = os.path.join(b.dir, "out", name)
             v, took, detail = run(os.path.join(b.gpu, "run"), b.args(), outs, got, a.timeout, env)
-            if v is None:
-                detail = compare(os.path.join(b.dir, "out", "cpu"), got, outs, b.settings.get("tolerance"))
-                v = "differ" if detail else "pass"
+            wrote = all(os.path.isfile(os.path.join(got, n + ".npy")) for n, _ in outs)
+            if v is None or (v == "crash" and wrote):
+                diff = compare(os.path.join(b.dir, "out", "cpu"), got, outs, b.settings.get("tolerance"),
+                               a.float_ulps)
+                if v is None:
+                    v, detail = ("differ", diff) if diff else ("pass", "")
+                else:
+                    # A crash at exit still leaves outputs worth judging.
+                    detail += f"; after writing its outputs, {'which differ: ' + diff if diff else 'equal to the CPU'}"
             verdicts[name] = (v, took, detail or "")
         # Which runtimes wrote the same bytes: two runtimes that differ on
         # one device and codegen cannot both be right.
@@ -349,6 +463,8 @@ def main():
     if a.table:
         write_table(a.table, "halide-apps", table(apps, [{"name": n} for n, _ in runtimes], results,
                                                   expected, {}, {}, what="Halide app"))
+    if a.time:
+        time_all(a, builds, runtimes, results)
     for b in bad:
         print(f"unexpected: {b}")
     print(f"Halide's apps: {len(results) - len(bad)} as expected, {len(bad)} unexpected "
