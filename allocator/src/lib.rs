@@ -135,6 +135,7 @@ pub use runtime::copy_queue::QueueCalibration;
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_WORDS};
 #[cfg(feature = "emulate")]
 pub use runtime::emulate::Emulate;
+pub use runtime::host_copy::copy_host;
 pub use runtime::launch::{Access, Arg};
 pub use runtime::mapped_choice::MappedCalibration;
 pub use runtime::options::{ContextOptions, DeviceCopy, MappedCopy, SmallCopyQueue, ENVIRONMENT};

@@ -215,6 +215,26 @@ pub(crate) unsafe fn with_host(
         .map_err(|e| Failure::vk(code::BAD_DIMENSIONS, e))
 }
 
+/// A vkcopy buffer of `buf`'s shape over `buf`'s host memory, for one copy.
+///
+/// # Safety
+/// As [`with_host`].
+pub(crate) unsafe fn over_host(buf: &HalideBuffer, name: &str) -> Result<Buffer, Failure> {
+    let Some(host) = NonNull::new(buf.host) else {
+        return Err(Failure::new(
+            code::BUFFER_COPY_FAILED,
+            format!("{name} has no host memory"),
+        ));
+    };
+    // SAFETY: the caller's promise.
+    let shape = unsafe { shape(buf, name) }?;
+    let len = shape.size_in_bytes() as usize;
+    // SAFETY: the caller's promise: `len` bytes at `host`, used only by this copy.
+    let bytes = unsafe { HostBytes::from_raw_parts(host, len, None) };
+    Buffer::from_host(name, shape.elem(), shape.dims().to_vec(), bytes)
+        .map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))
+}
+
 /// `h`'s device side with `buf`'s current shape (the handle's when equal).
 ///
 /// # Safety

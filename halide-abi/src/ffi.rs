@@ -126,7 +126,6 @@ extern "C" {
     pub fn halide_copy_to_device(uc: Uc, buf: Buf, iface: Iface) -> c_int;
     pub fn halide_device_and_host_malloc(uc: Uc, buf: Buf, iface: Iface) -> c_int;
     pub fn halide_device_and_host_free(uc: Uc, buf: Buf) -> c_int;
-    pub fn halide_buffer_copy(uc: Uc, src: Buf, iface: Iface, dst: Buf) -> c_int;
     pub fn halide_device_crop(uc: Uc, src: ConstBuf, dst: Buf) -> c_int;
     pub fn halide_device_slice(uc: Uc, src: ConstBuf, dim: c_int, pos: c_int, dst: Buf) -> c_int;
     pub fn halide_device_release_crop(uc: Uc, buf: Buf) -> c_int;

@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use vkcopy::ash::vk::{self, Handle};
-use vkcopy::{Buffer, HostBytes};
+use vkcopy::Buffer;
 
 use crate::buffer::{self, DeviceBuffer, Origin};
 use crate::context;
@@ -43,7 +43,7 @@ static INTERFACE: DeviceInterface = DeviceInterface {
     copy_to_device: ffi::halide_copy_to_device,
     device_and_host_malloc: ffi::halide_device_and_host_malloc,
     device_and_host_free: ffi::halide_device_and_host_free,
-    buffer_copy: ffi::halide_buffer_copy,
+    buffer_copy: crate::buffer_copy::halide_buffer_copy,
     device_crop: ffi::halide_device_crop,
     device_slice: ffi::halide_device_slice,
     device_release_crop: ffi::halide_device_release_crop,
@@ -230,19 +230,8 @@ unsafe extern "C" fn device_and_host_free(uc: Uc, buf: Buf) -> c_int {
 /// As [`buffer::with_host`].
 unsafe fn side(buf: &ffi::HalideBuffer, host: bool, name: &str) -> Result<Buffer, Failure> {
     if host {
-        let Some(ptr) = std::ptr::NonNull::new(buf.host) else {
-            return Err(Failure::new(
-                code::BUFFER_COPY_FAILED,
-                format!("{name} has no host memory"),
-            ));
-        };
         // SAFETY: the caller's promise.
-        let shape = unsafe { buffer::shape(buf, name) }?;
-        let len = shape.size_in_bytes() as usize;
-        // SAFETY: the caller's promise: the span at `host` is the buffer's.
-        let bytes = unsafe { HostBytes::from_raw_parts(ptr, len, None) };
-        let mut b = Buffer::from_host(name, shape.elem(), shape.dims().to_vec(), bytes)
-            .map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))?;
+        let mut b = unsafe { buffer::over_host(buf, name) }?;
         b.set_host_dirty(true);
         Ok(b)
     } else {
@@ -255,7 +244,7 @@ unsafe fn side(buf: &ffi::HalideBuffer, host: bool, name: &str) -> Result<Buffer
     }
 }
 
-unsafe extern "C" fn buffer_copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
+pub(crate) unsafe extern "C" fn buffer_copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
     let ours = interface();
     // SAFETY: Halide passes valid buffers (checked for null first).
     let (Some(s), Some(d)) = (unsafe { src.as_ref() }, unsafe { dst.as_ref() }) else {

@@ -11,13 +11,15 @@
 //! Modules, from the bottom: `ffi` (Halide's C types and its generic entry
 //! points), `config` (the `halide_vulkan_set_*` settings), `error`,
 //! `context` (the one vkcopy context), `entry` (what every entry point does), `buffer` (what `halide_buffer_t::device`
-//! holds), `interface` (the device interface), `kernels` (Halide's kernel
+//! holds), `interface` (the device interface), `buffer_copy`
+//! (`halide_buffer_copy`, in place of the generic layer's), `kernels` (Halide's kernel
 //! blobs and launches), `trace` (object lifetimes for Halide's tests),
 //! `vulkan` (the rest of `HalideRuntimeVulkan.h`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod buffer;
+mod buffer_copy;
 mod config;
 mod context;
 mod entry;

@@ -13,6 +13,7 @@ pub(crate) mod copy_queue;
 mod device_copy;
 pub(crate) mod dispatch;
 pub(crate) mod emulate;
+pub(crate) mod host_copy;
 pub(crate) mod launch;
 mod malloc;
 pub(crate) mod mapped_choice;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
+use crate::runtime::host_copy;
 use crate::runtime::mapped_choice::Choice as MappedChoice;
 use crate::runtime::options::MappedCopy;
 use crate::runtime::plan::CopyPlan;
@@ -173,17 +174,6 @@ fn check_region(side: &str, end: u64, size: u64) -> Result<()> {
     if end > size {
         return Err(Error::BadDimensions(format!(
             "{side} of the copy ends at byte {end} of a {size}-byte device region"
-        )));
-    }
-    Ok(())
-}
-
-/// Checks that a host copy stays inside the host memory of a view.
-fn check_host(side: &str, view: &HostView, len: usize, end: u64) -> Result<()> {
-    if view.offset as u64 + end > len as u64 {
-        return Err(Error::BadDimensions(format!(
-            "{side} of the copy ends at byte {} of {len} bytes of host memory",
-            view.offset as u64 + end
         )));
     }
     Ok(())
@@ -407,7 +397,7 @@ impl Context {
         let dst_off = dst.0.byte_offset(elem_bytes);
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-        check_host("source", src.0, mem.len(), plan.src_end())?;
+        host_copy::check("source", src.0, mem.len(), plan.src_end())?;
         let host = &mem[src.0.offset..];
         let region = &*dst.0.region;
         let device = |access| (region.vk_buffer(), dst_off, access);
@@ -531,7 +521,7 @@ impl Context {
         let src_off = src.0.byte_offset(elem_bytes);
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        check_host("destination", dst.0, mem.len(), plan.dst_end())?;
+        host_copy::check("destination", dst.0, mem.len(), plan.dst_end())?;
         let region = &*src.0.region;
         // Streaming loads pay a PCIe round trip per run of bytes, which a
         // class measured on one run does not show: under `auto` only a
@@ -772,23 +762,7 @@ impl Context {
             return Ok(());
         }
         let start = std::time::Instant::now();
-        if std::sync::Arc::ptr_eq(&src.0.memory, &dst.0.memory) {
-            let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-            check_host("source", src.0, mem.len(), plan.src_end())?;
-            check_host("destination", dst.0, mem.len(), plan.dst_end())?;
-            let mut temp = vec![0u8; plan.bytes() as usize];
-            plan.with_dense_dst()
-                .copy_host(&mem[src.0.offset..], &mut temp);
-            plan.with_dense_src()
-                .copy_host(&temp, &mut mem[dst.0.offset..]);
-            self.record(CopyPath::HostToHost, None, plan.bytes(), start, None);
-            return Ok(());
-        }
-        let s = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-        let mut d = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        check_host("source", src.0, s.len(), plan.src_end())?;
-        check_host("destination", dst.0, d.len(), plan.dst_end())?;
-        plan.copy_host(&s[src.0.offset..], &mut d[dst.0.offset..]);
+        host_copy::copy_views(src, dst, &plan)?;
         self.record(CopyPath::HostToHost, None, plan.bytes(), start, None);
         Ok(())
     }
