@@ -230,6 +230,7 @@ pub(crate) fn release() -> Option<vkcopy::LeakReport> {
                 *c += n;
             }
             crate::trace::say("vk_destroy_context (vkcopy)");
+            crate::placements::keep(&d.ctx);
             Some(d.ctx.close())
         }
         Err(d) => {

@@ -13,7 +13,8 @@
 //! `context` (the one vkcopy context), `entry` (what every entry point does), `buffer` (what `halide_buffer_t::device`
 //! holds), `interface` (the device interface), `buffer_copy`
 //! (`halide_buffer_copy`, in place of the generic layer's), `kernels` (Halide's kernel
-//! blobs and launches), `trace` (object lifetimes for Halide's tests),
+//! blobs and launches), `trace` (object lifetimes for Halide's tests), `placements` (where
+//! memory went, for test harnesses),
 //! `vulkan` (the rest of `HalideRuntimeVulkan.h`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -27,6 +28,7 @@ mod error;
 mod ffi;
 mod interface;
 mod kernels;
+mod placements;
 mod trace;
 mod vulkan;
 

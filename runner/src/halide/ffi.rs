@@ -7,6 +7,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::shim::CopyCounts;
+use crate::outcome::PlacementRecord;
+use crate::rt::{property_flags_name, vk};
 
 /// `halide_type_t`.
 #[repr(C)]
@@ -88,8 +90,60 @@ pub struct Library {
     /// `vkcopy_halide_copy_counts`, where the library reports the copies it
     /// made (vkcopy's library does; Halide's runtimes do not).
     pub copy_counts: Option<CopyCounts>,
+    /// `vkcopy_halide_placements`, where the library reports where it placed
+    /// memory (vkcopy's library does).
+    placements: Option<Placements>,
     /// Where it was loaded from, for messages.
     pub path: String,
+}
+
+/// One placement as vkcopy's library reports it (`vkcopy_halide_placements`,
+/// an extension of the library's own, not Halide's ABI).
+#[repr(C)]
+struct LibraryPlacement {
+    role: [c_char; 24],
+    memory_type: u32,
+    heap: u32,
+    flags: u32,
+    fallbacks: u32,
+    size: u64,
+    imported: u32,
+}
+
+type Placements = unsafe extern "C" fn(*mut LibraryPlacement, usize) -> usize;
+
+impl Library {
+    /// The library's own account of its placements since the process began,
+    /// where it gives one: vkcopy's record of each, which a harness watching
+    /// Vulkan calls cannot rebuild (a region's role within a block, a staging
+    /// ring reused, a copy the CPU makes into mapped memory).
+    pub fn own_placements(&self) -> Option<Vec<PlacementRecord>> {
+        let f = self.placements?;
+        // SAFETY: asks for the count only.
+        let n = unsafe { f(std::ptr::null_mut(), 0) };
+        let mut out: Vec<LibraryPlacement> = Vec::with_capacity(n);
+        // SAFETY: room for `n` records; the library writes at most that many
+        // and says how many it has.
+        let written = unsafe { f(out.as_mut_ptr(), n) }.min(n);
+        // SAFETY: the first `written` records were written.
+        unsafe { out.set_len(written) };
+        Some(
+            out.iter()
+                .map(|p| PlacementRecord {
+                    // SAFETY: the library NUL-terminates the name within the array.
+                    role: unsafe { CStr::from_ptr(p.role.as_ptr()) }
+                        .to_string_lossy()
+                        .into_owned(),
+                    memory_type: p.memory_type,
+                    flags: property_flags_name(vk::MemoryPropertyFlags::from_raw(p.flags)),
+                    heap: p.heap,
+                    bytes: p.size,
+                    fallbacks: p.fallbacks,
+                    imported: p.imported != 0,
+                })
+                .collect(),
+        )
+    }
 }
 
 // SAFETY: the pointers are a static interface table and function pointers of a
@@ -236,6 +290,10 @@ fn load(path: &Path) -> Result<Library, String> {
         set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
         // SAFETY: the symbol's type is the one vkcopy-halide's README gives.
         copy_counts: unsafe { lib.get::<CopyCounts>(b"vkcopy_halide_copy_counts\0") }
+            .ok()
+            .map(|f| *f),
+        // SAFETY: as above (halide-abi/src/placements.rs).
+        placements: unsafe { lib.get::<Placements>(b"vkcopy_halide_placements\0") }
             .ok()
             .map(|f| *f),
         path: shown,

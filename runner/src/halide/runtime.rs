@@ -128,6 +128,8 @@ pub struct HalideRuntime {
     host_bytes: u64,
     /// Released buffers whose views still live.
     deferred: Vec<Slot>,
+    /// The library's own placements made before this case (in-process runs).
+    placements_before: usize,
     _one: MutexGuard<'static, ()>,
 }
 
@@ -189,6 +191,7 @@ impl HalideRuntime {
             host_copies: 0,
             host_bytes: 0,
             deferred: Vec::new(),
+            placements_before: lib.own_placements().map_or(0, |p| p.len()),
             _one: one,
         }
     }
@@ -697,7 +700,12 @@ impl<'a> Runtime<'a> for HalideRuntime {
     }
 
     fn placements(&self) -> Vec<PlacementRecord> {
-        shim::placements()
+        // vkcopy's library says where it placed memory; for Halide's own
+        // runtimes the shim infers it from the buffers each step binds.
+        match self.lib.own_placements() {
+            Some(all) => all.into_iter().skip(self.placements_before).collect(),
+            None => shim::placements(),
+        }
     }
 
     fn describe_type(&self, ty: u32) -> String {
