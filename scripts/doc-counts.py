@@ -40,6 +40,9 @@ def parse(line):
 
 
 def count(c, part, label):
+    # A suite run with none says nothing of expected failures.
+    if part in c and label == "expected failures" and label not in c[part]:
+        return 0
     try:
         return c[part][label]
     except KeyError:
@@ -87,8 +90,6 @@ CLAIMS = [
     ("TESTING.md", r"of Halide's ABI \((?P<n>\d+) of them run there",
      lambda c, m: ran(c, "21.0.0")),
     ("TESTING.md", r"Halide 19\.0\.0's (?P<t>\d+) copy tests on (?P<n>\w+) runtimes", halide_runtimes),
-    (HALIDE_README, r"Its (?P<n>\w+) expected failures are all of the first",
-     lambda c, m: count(c, "vkcopy-abi", "expected failures")),
     (HALIDE_README, r"(?P<n>\d+) of \d+ cases run on Halide", lambda c, m: ran(c, "21.0.0")),
     (HALIDE_README, r"\d+ of (?P<n>\d+) cases run on Halide",
      lambda c, m: ran(c, "21.0.0") + count(c, "21.0.0", "skipped")),
@@ -99,8 +100,6 @@ for r in ["21.0.0", "19.0.0", "19.0.0-fixed", "19.0.0-repaired", "vkcopy-abi"]:
         (HALIDE_README, row(r) + r"\d+ \| (?P<n>\d+) \|", lambda c, m, r=r: count(c, r, "expected failures")),
     ]
 CLAIMS += [
-    (HALIDE_README, r"\| none; all (?P<n>\w+) are Halide's generic layer",
-     lambda c, m: count(c, "vkcopy-abi", "expected failures")),
     (HALIDE_README, r"of (?P<n>\d+) checks, covering", lambda c, m: pipeline_checks(c)),
     (HALIDE_README, r"vkcopy's library passes all (?P<n>\d+) under", lambda c, m: pipeline_checks(c)),
     (HALIDE_README, r"Halide 21\.0\.0 passes (?P<n>\d+):",

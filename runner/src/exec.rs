@@ -248,6 +248,10 @@ fn run_steps<'a>(
 /// One step, or the steps of a `repeat` without a variable, run in turn; a
 /// failure there names its run.
 fn run_op<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), (Status, String)> {
+    if let OpKind::OnRuntime { halide, vkcopy } = &op.kind {
+        let ops = if rt.generic_layer() { halide } else { vkcopy };
+        return ops.iter().try_for_each(|inner| run_op(inner, rt));
+    }
     let OpKind::Repeat { times, ops } = &op.kind else {
         return run_one(op, rt);
     };

@@ -496,6 +496,21 @@ fn step_line(c: &Ctx, op: &Op) -> String {
             let each: Vec<String> = ops.iter().map(|o| step_line(c, o)).collect();
             format!("{times} times: {}", each.join("; "))
         }
+        OpKind::OnRuntime { halide, vkcopy } => {
+            let list = |ops: &[Op]| {
+                let each: Vec<String> = ops.iter().map(|o| step_line(c, o)).collect();
+                if each.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    each.join("; ")
+                }
+            };
+            format!(
+                "under Halide's generic device layer: {}; on vkcopy: {}",
+                list(halide),
+                list(vkcopy)
+            )
+        }
         OpKind::Threads { count, ops } => {
             let lists: Vec<String> = ops
                 .iter()

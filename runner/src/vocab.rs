@@ -49,6 +49,14 @@ pub const EXPECTABLE_ERRORS: &[(&str, &str)] = &[
         "unsupported_type",
         "a kernel on an element type the device cannot compute",
     ),
+    (
+        "no_device_interface",
+        "Halide's generic device layer: the buffer has no device interface to ask",
+    ),
+    (
+        "copy_to_host_failed",
+        "Halide's generic device layer: any failure of a device interface's copy to host",
+    ),
 ];
 
 /// Whether `name` is an error `expect_error` may name.

@@ -763,4 +763,8 @@ impl<'a> Runtime<'a> for HalideRuntime {
     fn vkcopy(&mut self) -> Option<&mut State<'a>> {
         None
     }
+
+    fn generic_layer(&self) -> bool {
+        true
+    }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::steps::OpKind;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../cases")
@@ -292,4 +293,35 @@ fn bad_native_buffer_steps_are_located() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn on_runtime_needs_a_why_and_plans_both_sides() {
+    let e = parse_err(
+        "about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - on_runtime: { why: \" \", halide: [copy_to_host: g] }\n",
+    );
+    assert!(e.contains("bad.yaml:5:5: "), "{e}");
+    assert!(e.contains("field why: say how the runtimes differ"), "{e}");
+    let e = parse_err(
+        "about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - on_runtime: { why: w, vkcopy: [copy_to_host: h] }\n",
+    );
+    assert!(e.contains("bad.yaml:5:"), "{e}");
+    assert!(e.contains("'h'"), "{e}");
+    let root = root();
+    let plan = parse(
+        &root,
+        &root.join("basic/ok.yaml"),
+        "about: a\nbuffers:\n  g: { type: i32, extent: [4] }\nsteps:\n  - on_runtime: { why: w, halide: [copy_to_host: g, copy_to_device: g], vkcopy: [copy_to_host: g] }\n",
+    )
+    .unwrap();
+    let PlanKind::Runtime(r) = &plan.kind else {
+        panic!("a runtime case")
+    };
+    let [op] = r.ops.as_slice() else {
+        panic!("one step: {:?}", r.ops.len())
+    };
+    let OpKind::OnRuntime { halide, vkcopy } = &op.kind else {
+        panic!("on_runtime")
+    };
+    assert_eq!((halide.len(), vkcopy.len()), (2, 1));
 }

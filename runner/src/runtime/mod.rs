@@ -188,6 +188,12 @@ pub trait Runtime<'a> {
 
     /// vkcopy's own state, for the steps only vkcopy has.
     fn vkcopy(&mut self) -> Option<&mut State<'a>>;
+
+    /// Whether Halide's generic device layer (`device_interface.cpp`) decides
+    /// what reaches this runtime: `on_runtime`'s `halide` steps run then.
+    fn generic_layer(&self) -> bool {
+        false
+    }
 }
 
 /// vkcopy's own state for a step that needs `need`; on another runtime the

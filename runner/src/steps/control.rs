@@ -1,6 +1,8 @@
 //! Steps that hold steps: `repeat` (a loop with a variable), `when` (steps that
-//! run only for some values of the loop variables), `expect_error`, and
-//! `threads` (steps run by several threads at once on the case's context).
+//! run only for some values of the loop variables), `expect_error`,
+//! `threads` (steps run by several threads at once on the case's context), and
+//! `on_runtime` (what a case expects where Halide's generic device layer
+//! decides, and where vkcopy does).
 //! `repeat` and `when` are expanded while planning, so a running case only sees
 //! the steps they hold.
 
@@ -30,6 +32,12 @@ pub enum Step<S> {
     /// at the start of the case. The step ends when every thread has; the first
     /// failure fails it, naming its thread.
     Threads(Threads<S>),
+    /// Runs `halide`'s steps on a runtime reached through Halide's ABI, whose
+    /// generic device layer (`device_interface.cpp`) decides what reaches the
+    /// runtime (Halide's runtimes and vkcopy's library of the ABI), and
+    /// `vkcopy`'s on vkcopy's own: where the two mean different things, the
+    /// case states both, and `why`.
+    OnRuntime(OnRuntime<S>),
     /// Runs `step`, which must fail with the named error.
     ExpectError {
         /// The error the step must fail with.
@@ -102,6 +110,28 @@ pub struct When<S> {
     /// The steps planned where `cond` holds.
     #[schemars(with = "Vec<S>")]
     pub steps: Vec<Spanned<S>>,
+}
+
+/// `on_runtime: { halide: [...], vkcopy: [...], why: "..." }`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "OnRuntime")]
+pub struct OnRuntime<S> {
+    /// The steps where Halide's generic device layer decides; default none.
+    #[serde(default = "none::<S>")]
+    #[schemars(with = "Vec<S>")]
+    pub halide: Vec<Spanned<S>>,
+    /// The steps on vkcopy's own runtime; default none.
+    #[serde(default = "none::<S>")]
+    #[schemars(with = "Vec<S>")]
+    pub vkcopy: Vec<Spanned<S>>,
+    /// Why the two differ: the behaviour of each, and whose design it is.
+    pub why: String,
+}
+
+/// No steps: `on_runtime`'s default for a side left out.
+fn none<S>() -> Vec<Spanned<S>> {
+    Vec::new()
 }
 
 /// The values a repeat's variable takes.

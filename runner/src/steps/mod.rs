@@ -312,6 +312,12 @@ pub enum OpKind {
         count: usize,
         ops: Vec<Vec<Op>>,
     },
+    /// `halide` where Halide's generic device layer decides, `vkcopy` on
+    /// vkcopy's own runtime; run by the case executor.
+    OnRuntime {
+        halide: Vec<Op>,
+        vkcopy: Vec<Op>,
+    },
 }
 
 impl Op {
@@ -322,6 +328,7 @@ impl Op {
             OpKind::ExpectError { op, .. } => op.measures(),
             OpKind::Repeat { ops, .. } => ops.iter().any(Op::measures),
             OpKind::Threads { ops, .. } => ops.iter().flatten().any(Op::measures),
+            OpKind::OnRuntime { halide, vkcopy } => halide.iter().chain(vkcopy).any(Op::measures),
             _ => false,
         }
     }
@@ -551,6 +558,32 @@ fn plan_control(
                 ..here
             });
         }
+        control::Step::OnRuntime(o) => {
+            let here = op_here(
+                p,
+                OpKind::OnRuntime {
+                    halide: Vec::new(),
+                    vkcopy: Vec::new(),
+                },
+            );
+            if o.why.trim().is_empty() {
+                return Err(p.err("field why: say how the runtimes differ, and why"));
+            }
+            let (mut halide, mut vkcopy) = (Vec::new(), Vec::new());
+            plan(&o.halide, p, &mut halide)?;
+            plan(&o.vkcopy, p, &mut vkcopy)?;
+            if halide
+                .iter()
+                .chain(&vkcopy)
+                .any(|o| matches!(o.kind, OpKind::Threads { .. }))
+            {
+                return Err(p.err("threads inside on_runtime; put on_runtime inside threads"));
+            }
+            out.push(Op {
+                kind: OpKind::OnRuntime { halide, vkcopy },
+                ..here
+            });
+        }
         control::Step::ExpectError { error, step } => {
             control::check_error(error, p)?;
             let (line, column) = p.at();
@@ -593,6 +626,7 @@ pub fn needs(op: &Op) -> Option<Capability> {
         OpKind::ExpectError { op, .. } => needs(op),
         OpKind::Repeat { ops, .. } => ops.iter().find_map(needs),
         OpKind::Threads { .. } => Some(Capability::Threads),
+        OpKind::OnRuntime { halide, vkcopy } => halide.iter().chain(vkcopy).find_map(needs),
     }
 }
 
@@ -632,8 +666,8 @@ fn run_kind<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             ))),
         },
         // The executor runs these: the threads' buffers come from the declarations.
-        OpKind::Threads { .. } | OpKind::Repeat { .. } => Err(StepError::Check(
-            "threads and repeat: run by the case executor".into(),
-        )),
+        OpKind::Threads { .. } | OpKind::Repeat { .. } | OpKind::OnRuntime { .. } => Err(
+            StepError::Check("threads, repeat and on_runtime: run by the case executor".into()),
+        ),
     }
 }
