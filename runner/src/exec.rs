@@ -40,12 +40,12 @@ pub fn needs(plan: &CasePlan) -> Option<(Capability, String)> {
 /// Why `plan` cannot run on `runtime`, if it cannot.
 pub fn unsupported(plan: &CasePlan, runtime: &Choice) -> Option<String> {
     let (need, at) = needs(plan)?;
-    (!capabilities(runtime).contains(&need)).then(|| {
-        format!(
-            "needs {}{at}, which {} lacks",
-            need.about(),
-            runtime_words(runtime)
-        )
+    (!capabilities(runtime).contains(&need)).then(|| match runtime {
+        Choice::Vkcopy => format!("needs {}{at}, which vkcopy lacks", need.about()),
+        Choice::Halide(_) => format!(
+            "needs {}{at}: Halide's ABI has no entry point for it",
+            need.about()
+        ),
     })
 }
 
@@ -54,13 +54,6 @@ pub fn capabilities(runtime: &Choice) -> &'static [Capability] {
     match runtime {
         Choice::Vkcopy => &Capability::ALL,
         Choice::Halide(_) => crate::halide::CAPABILITIES,
-    }
-}
-
-fn runtime_words(runtime: &Choice) -> &'static str {
-    match runtime {
-        Choice::Vkcopy => "vkcopy",
-        Choice::Halide(_) => "Halide's runtime",
     }
 }
 

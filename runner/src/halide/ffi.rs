@@ -63,6 +63,7 @@ type Slice = unsafe extern "C" fn(
 ) -> c_int;
 type Release = unsafe extern "C" fn(*mut c_void, *const c_void);
 type Reuse = unsafe extern "C" fn(*mut c_void, bool) -> c_int;
+type CanReuse = unsafe extern "C" fn(*mut c_void) -> bool;
 pub type ErrorHandler = unsafe extern "C" fn(*mut c_void, *const c_char);
 type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
@@ -76,6 +77,9 @@ pub struct Library {
     pub vulkan: *const c_void,
     device_malloc: Malloc,
     device_free: OneBuffer,
+    device_and_host_malloc: Malloc,
+    device_and_host_free: OneBuffer,
+    can_reuse: CanReuse,
     copy_to_device: Malloc,
     copy_to_host: OneBuffer,
     buffer_copy: BufferCopy,
@@ -164,6 +168,27 @@ impl Library {
         let _calls = vkcopy::layer_gate::calling();
         // SAFETY: the caller's buffer and this library's interface.
         unsafe { (self.device_malloc)(std::ptr::null_mut(), b, self.vulkan) }
+    }
+
+    /// `halide_device_and_host_malloc`: host memory from `halide_malloc` and
+    /// device memory, in one call.
+    pub unsafe fn device_and_host_malloc(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer and this library's interface.
+        unsafe { (self.device_and_host_malloc)(std::ptr::null_mut(), b, self.vulkan) }
+    }
+
+    /// `halide_device_and_host_free`: both sides, the host's with `halide_free`.
+    pub unsafe fn device_and_host_free(&self, b: *mut HalideBuffer) -> c_int {
+        let _calls = vkcopy::layer_gate::calling();
+        // SAFETY: the caller's buffer.
+        unsafe { (self.device_and_host_free)(std::ptr::null_mut(), b) }
+    }
+
+    /// `halide_can_reuse_device_allocations`.
+    pub fn can_reuse_device_allocations(&self) -> bool {
+        // SAFETY: takes no pointer but the null user context.
+        unsafe { (self.can_reuse)(std::ptr::null_mut()) }
     }
 
     pub unsafe fn device_free(&self, b: *mut HalideBuffer) -> c_int {
@@ -276,6 +301,9 @@ fn load(path: &Path) -> Result<Library, String> {
     let l = Library {
         vulkan,
         device_malloc: sym!("halide_device_malloc"),
+        device_and_host_malloc: sym!("halide_device_and_host_malloc"),
+        device_and_host_free: sym!("halide_device_and_host_free"),
+        can_reuse: sym!("halide_can_reuse_device_allocations"),
         device_free: sym!("halide_device_free"),
         copy_to_device: sym!("halide_copy_to_device"),
         copy_to_host: sym!("halide_copy_to_host"),

@@ -34,6 +34,9 @@ struct Slot {
     /// in the case: a buffer released while views of it live keeps its device
     /// memory until the last view goes, as Halide's `Buffer` does.
     root: u64,
+    /// Its host memory is the runtime's (`halide_device_and_host_malloc`),
+    /// which only `halide_device_and_host_free` may free.
+    runtime_host: bool,
 }
 
 /// Numbers for [`Slot::root`].
@@ -98,6 +101,7 @@ impl Slot {
             _dims: dims,
             view,
             root: next_root(),
+            runtime_host: false,
         })
     }
 
@@ -239,10 +243,16 @@ impl HalideRuntime {
     }
 
     fn give_back(&self, mut s: Slot) -> Result<(), StepError> {
+        let lib = self.lib;
+        if s.runtime_host {
+            // SAFETY: host and device memory Halide allocated, freed once.
+            return check("halide_device_and_host_free", unsafe {
+                lib.device_and_host_free(&mut *s.raw)
+            });
+        }
         if s.raw.device == 0 {
             return Ok(());
         }
-        let lib = self.lib;
         if s.view {
             // SAFETY: `raw` is a crop or slice Halide made.
             check("halide_device_release_crop", unsafe {
@@ -550,6 +560,77 @@ impl<'a> Runtime<'a> for HalideRuntime {
             // SAFETY: a valid buffer.
             check("halide_device_malloc", unsafe { lib.device_malloc(raw) })
         })
+    }
+
+    fn device_and_host_malloc(&mut self, slot: usize) -> Result<(), StepError> {
+        let had_host = !self.get(slot)?.raw.host.is_null();
+        self.step(
+            slot,
+            StepKind::Malloc,
+            "device_and_host_malloc",
+            |lib, raw| {
+                // SAFETY: a valid buffer.
+                check("halide_device_and_host_malloc", unsafe {
+                    lib.device_and_host_malloc(raw)
+                })
+            },
+        )?;
+        let s = self.get_mut(slot)?;
+        let Some(host) = std::ptr::NonNull::new(s.raw.host) else {
+            return Err(StepError::Check(format!(
+                "halide_device_and_host_malloc left {} without host memory",
+                s.host.name()
+            )));
+        };
+        if !had_host {
+            // Halide's host memory (halide_malloc, not cleared) becomes the
+            // slot's host side, for the steps that read and write it.
+            let len = s.host.size_in_bytes() as usize;
+            // SAFETY: Halide allocated the buffer's span at `host`; it lives
+            // until halide_device_and_host_free, which drops this view first.
+            let bytes = unsafe { crate::rt::HostBytes::from_raw_parts(host, len, None) };
+            let name = s.host.name().to_string();
+            s.host = Buffer::from_host(&name, s.host.elem(), s.host.dims().to_vec(), bytes)?;
+            s.runtime_host = true;
+        }
+        Ok(())
+    }
+
+    fn device_and_host_free(&mut self, slot: usize) -> Result<(), StepError> {
+        let lib = self.lib;
+        let s = self.get_mut(slot)?;
+        if !s.runtime_host {
+            return Err(StepError::Check(format!(
+                "device_and_host_free of {}, whose host memory Halide did not allocate: \
+                 halide_device_and_host_free would give it to halide_free",
+                s.host.name()
+            )));
+        }
+        // SAFETY: host and device memory Halide allocated.
+        check("halide_device_and_host_free", unsafe {
+            lib.device_and_host_free(&mut *s.raw)
+        })?;
+        let name = s.host.name().to_string();
+        s.host = s.host.without_host(&name);
+        s.runtime_host = false;
+        Ok(())
+    }
+
+    fn release_unused(&mut self) -> Result<(), StepError> {
+        // Halide's generic layer gives each device API's pool back when reuse
+        // is turned off; it is turned back on as it was.
+        let on = self.lib.can_reuse_device_allocations();
+        check(
+            "halide_reuse_device_allocations",
+            self.lib.reuse_device_allocations(false),
+        )?;
+        if on {
+            check(
+                "halide_reuse_device_allocations",
+                self.lib.reuse_device_allocations(true),
+            )?;
+        }
+        Ok(())
     }
 
     fn device_free(&mut self, slot: usize) -> Result<(), StepError> {

@@ -24,10 +24,6 @@ pub enum Capability {
     /// `native_buffer`, `wrap_native`, `detach_native`: a `VkBuffer` the case
     /// makes on the runtime's own device.
     NativeBuffers,
-    /// `device_and_host_malloc` / `_free`: host memory the runtime allocates.
-    RuntimeHostMemory,
-    /// `release_unused`.
-    ReleaseUnused,
     /// `sum_device`: a reduction kernel.
     SumKernel,
     /// `expect_concurrent`: work-in-flight accounting.
@@ -38,7 +34,7 @@ pub enum Capability {
 
 impl Capability {
     /// Every capability, in order.
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 11] = [
         Capability::SelectionPolicies,
         Capability::Policies,
         Capability::MappedCopies,
@@ -47,8 +43,6 @@ impl Capability {
         Capability::Threads,
         Capability::TimedCopies,
         Capability::NativeBuffers,
-        Capability::RuntimeHostMemory,
-        Capability::ReleaseUnused,
         Capability::SumKernel,
         Capability::WorkInFlight,
         Capability::OwnCounters,
@@ -65,8 +59,6 @@ impl Capability {
             Capability::Threads => "threads",
             Capability::TimedCopies => "timed-copies",
             Capability::NativeBuffers => "native-buffers",
-            Capability::RuntimeHostMemory => "runtime-host-memory",
-            Capability::ReleaseUnused => "release-unused",
             Capability::SumKernel => "sum-kernel",
             Capability::WorkInFlight => "work-in-flight",
             Capability::OwnCounters => "own-counters",
@@ -86,8 +78,6 @@ impl Capability {
             Capability::Threads => "threads on one context",
             Capability::TimedCopies => "timed copies (`measure`)",
             Capability::NativeBuffers => "native Vulkan buffers on the suite's device",
-            Capability::RuntimeHostMemory => "host memory allocated by the runtime",
-            Capability::ReleaseUnused => "release_unused",
             Capability::SumKernel => "a sum kernel on the runtime's device",
             Capability::WorkInFlight => "work-in-flight accounting",
             Capability::OwnCounters => "only counters of vkcopy's own accounting",

@@ -165,6 +165,17 @@ pub trait Runtime<'a> {
     /// `halide_reuse_device_allocations`.
     fn reuse_device_allocations(&mut self, on: bool) -> Result<(), StepError>;
 
+    /// `halide_device_and_host_malloc`: host memory the runtime allocates
+    /// (zeros, where the buffer has none) and device memory.
+    fn device_and_host_malloc(&mut self, slot: usize) -> Result<(), StepError>;
+
+    /// `halide_device_and_host_free`: both sides; both dirty bits cleared.
+    fn device_and_host_free(&mut self, slot: usize) -> Result<(), StepError>;
+
+    /// Gives back the device memory kept for reuse and nothing else
+    /// (`halide_release_unused_device_allocations`).
+    fn release_unused(&mut self) -> Result<(), StepError>;
+
     /// Frees what the runtime keeps for reuse, and its context.
     fn device_release(&mut self) -> Result<(), StepError>;
 

@@ -144,6 +144,21 @@ impl<'a> Runtime<'a> for State<'a> {
         Ok(())
     }
 
+    fn device_and_host_malloc(&mut self, slot: usize) -> Result<(), StepError> {
+        let ctx = self.ctx;
+        Ok(ctx.device_and_host_malloc(self.get_mut(slot)?)?)
+    }
+
+    fn device_and_host_free(&mut self, slot: usize) -> Result<(), StepError> {
+        let ctx = self.ctx;
+        Ok(ctx.device_and_host_free(self.get_mut(slot)?)?)
+    }
+
+    fn release_unused(&mut self) -> Result<(), StepError> {
+        self.ctx.release_unused();
+        Ok(())
+    }
+
     fn fill_heap(&mut self, heap: u32, leave: u64) -> Result<(), StepError> {
         self.ctx.fill_heap(heap, leave)?;
         Ok(())

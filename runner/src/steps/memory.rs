@@ -234,11 +234,10 @@ pub fn needs(op: &Op) -> Option<Capability> {
         | Op::SetDirty { .. }
         | Op::FillHeap { .. }
         | Op::ReuseDeviceAllocations(_)
-        | Op::DeviceRelease => None,
-        Op::DeviceAndHostMalloc(_) | Op::DeviceAndHostFree(_) => {
-            Some(Capability::RuntimeHostMemory)
-        }
-        Op::ReleaseUnused => Some(Capability::ReleaseUnused),
+        | Op::DeviceRelease
+        | Op::DeviceAndHostMalloc(_)
+        | Op::DeviceAndHostFree(_)
+        | Op::ReleaseUnused => None,
         Op::NativeBuffer { .. } | Op::WrapNative { .. } | Op::DetachNative(_) => {
             Some(Capability::NativeBuffers)
         }
@@ -260,19 +259,9 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
         Op::FillHeap { heap, leave } => return rt.fill_heap(*heap, *leave),
         Op::ReuseDeviceAllocations(on) => return rt.reuse_device_allocations(*on),
         Op::DeviceRelease => return rt.device_release(),
-        Op::DeviceAndHostMalloc(b) => {
-            let s = own_state(rt, Capability::RuntimeHostMemory)?;
-            s.ctx.device_and_host_malloc(s.get_mut(*b)?)?;
-        }
-        Op::DeviceAndHostFree(b) => {
-            let s = own_state(rt, Capability::RuntimeHostMemory)?;
-            s.ctx.device_and_host_free(s.get_mut(*b)?)?;
-        }
-        Op::ReleaseUnused => {
-            own_state(rt, Capability::ReleaseUnused)?
-                .ctx
-                .release_unused();
-        }
+        Op::DeviceAndHostMalloc(b) => return rt.device_and_host_malloc(*b),
+        Op::DeviceAndHostFree(b) => return rt.device_and_host_free(*b),
+        Op::ReleaseUnused => return rt.release_unused(),
         Op::NativeBuffer { native, bytes } => {
             let s = own_state(rt, Capability::NativeBuffers)?;
             let ctx = s.ctx;
