@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use vkcopy::{
     ash::vk, AllocConfig, Context, ContextOptions, CopyPath, DeviceSelector, DeviceTypeFilter,
-    ExternalDevice,
+    ExternalDevice, Placement,
 };
 
 use crate::config;
@@ -230,7 +230,10 @@ pub(crate) fn release() -> Option<vkcopy::LeakReport> {
                 *c += n;
             }
             crate::trace::say("vk_destroy_context (vkcopy)");
-            crate::placements::keep(&d.ctx);
+            CLOSED_PLACEMENTS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(d.ctx.stats().placements());
             Some(d.ctx.close())
         }
         Err(d) => {
@@ -239,6 +242,22 @@ pub(crate) fn release() -> Option<vkcopy::LeakReport> {
             None
         }
     }
+}
+
+/// Placements of contexts already closed, oldest first.
+static CLOSED_PLACEMENTS: Mutex<Vec<Placement>> = Mutex::new(Vec::new());
+
+/// Every placement since the process began, oldest first (vkcopy keeps the
+/// latest 4096 of each context).
+pub(crate) fn placements() -> Vec<Placement> {
+    let mut all = CLOSED_PLACEMENTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    if let Some(d) = current() {
+        all.extend(d.ctx.stats().placements());
+    }
+    all
 }
 
 /// Copies and bytes of contexts already closed, in [`copy_counts`]' order.

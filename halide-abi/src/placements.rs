@@ -4,9 +4,6 @@
 //! mapped memory; vkcopy's own record of each placement can.
 
 use std::ffi::c_char;
-use std::sync::Mutex;
-
-use vkcopy::{Context, Placement};
 
 use crate::context;
 
@@ -26,15 +23,6 @@ pub struct PlacementC {
     pub imported: u32,
 }
 
-/// Placements of contexts already closed, oldest first.
-static CLOSED: Mutex<Vec<Placement>> = Mutex::new(Vec::new());
-
-/// Keeps a closing context's placements.
-pub(crate) fn keep(ctx: &Context) {
-    let mut closed = CLOSED.lock().unwrap_or_else(|p| p.into_inner());
-    closed.extend(ctx.stats().placements());
-}
-
 /// `vkcopy_halide_placements`: writes up to `capacity` of the placements made
 /// since the process began (vkcopy keeps the latest 4096 of each context),
 /// oldest first, and returns how many there are.
@@ -43,10 +31,7 @@ pub(crate) fn keep(ctx: &Context) {
 /// `out` is null or writable for `capacity` records.
 #[no_mangle]
 pub unsafe extern "C" fn vkcopy_halide_placements(out: *mut PlacementC, capacity: usize) -> usize {
-    let mut all = CLOSED.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    if let Some(d) = context::current() {
-        all.extend(d.ctx.stats().placements());
-    }
+    let all = context::placements();
     if !out.is_null() {
         for (i, p) in all.iter().take(capacity).enumerate() {
             let mut role = [0 as c_char; 24];
