@@ -1,8 +1,10 @@
 //! The settings Halide's Vulkan runtime takes before its context is made:
 //! `halide_vulkan_set_*` / `get_*`, each falling back to its environment
 //! variable (`HL_VK_LAYERS`, `HL_VK_EXTENSIONS`, `HL_VK_DEVICE_TYPE`,
-//! `HL_VK_BUILD_OPTIONS`, `HL_VK_ALLOC_CONFIG`), as Halide's do.
+//! `HL_VK_BUILD_OPTIONS`, `HL_VK_ALLOC_CONFIG`), as Halide's do; and vkcopy's
+//! own (`VKCOPY_*`), which a host may set in place of the environment.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::sync::Mutex;
 
@@ -68,4 +70,32 @@ pub(crate) fn names(list: &str) -> impl Iterator<Item = &str> {
     list.split([':', ';', ' '])
         .map(str::trim)
         .filter(|s| !s.is_empty())
+}
+
+/// vkcopy's settings a host gave (`vkcopy_halide_set_setting`), over the
+/// environment's, read when a context is made.
+static VKCOPY: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+/// Sets `name`, one of vkcopy's variables, to `value` for contexts made from
+/// now on; `None` goes back to the environment's.
+pub(crate) fn set_vkcopy(name: &str, value: Option<&str>) -> Result<(), String> {
+    if !vkcopy::ENVIRONMENT.iter().any(|(n, _)| *n == name) {
+        return Err(format!("{name}: not one of vkcopy's settings"));
+    }
+    let mut all = VKCOPY.lock().unwrap_or_else(|p| p.into_inner());
+    let all = all.get_or_insert_with(HashMap::new);
+    match value {
+        Some(v) => all.insert(name.to_owned(), v.to_owned()),
+        None => all.remove(name),
+    };
+    Ok(())
+}
+
+/// vkcopy's variable `name`: the value a host set, else the environment's.
+pub(crate) fn vkcopy_setting(name: &str) -> Option<String> {
+    let all = VKCOPY.lock().unwrap_or_else(|p| p.into_inner());
+    match all.as_ref().and_then(|a| a.get(name)) {
+        Some(v) => Some(v.clone()),
+        None => std::env::var(name).ok(),
+    }
 }

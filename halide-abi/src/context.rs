@@ -290,7 +290,8 @@ pub(crate) fn copy_counts() -> [u64; 6] {
 }
 
 fn options() -> Result<ContextOptions, Failure> {
-    let mut o = ContextOptions::from_env().map_err(|e| Failure::vk(ffi::code::GENERIC, e))?;
+    let mut o = ContextOptions::from_settings(config::vkcopy_setting)
+        .map_err(|e| Failure::vk(ffi::code::GENERIC, e))?;
     if let Some(t) = config::DEVICE_TYPE.get() {
         let f = DeviceTypeFilter::parse(&t).ok_or_else(|| {
             Failure::new(

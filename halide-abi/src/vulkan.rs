@@ -1,7 +1,7 @@
 //! The rest of `HalideRuntimeVulkan.h`: the context hooks, wrapping a
 //! caller's `VkBuffer`, and the settings.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 use vkcopy::ash::vk::Handle;
 
@@ -232,4 +232,29 @@ pub unsafe extern "C" fn vkcopy_halide_copy_counts(out: *mut u64) {
     let counts = context::copy_counts();
     // SAFETY: the caller's promise.
     unsafe { std::ptr::copy_nonoverlapping(counts.as_ptr(), out, counts.len()) };
+}
+
+/// Beyond Halide's ABI: sets one of vkcopy's variables (`VKCOPY_POLICY`,
+/// `VKCOPY_MAPPED_UPLOAD` ...; see vkcopy's `ENVIRONMENT`) for contexts made
+/// from now on, in place of the environment's; a null `value` goes back to
+/// it. Returns 0, or `halide_error_code_generic_error` for a name vkcopy does
+/// not read. A value is checked when the context is made.
+///
+/// # Safety
+/// `name` is a NUL-terminated string; `value` is null or one.
+#[no_mangle]
+pub unsafe extern "C" fn vkcopy_halide_set_setting(
+    name: *const c_char,
+    value: *const c_char,
+) -> c_int {
+    entry(std::ptr::null_mut(), "vkcopy_halide_set_setting", || {
+        if name.is_null() {
+            return Err(Failure::new(code::GENERIC, "no name".into()));
+        }
+        // SAFETY: the caller's promise.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        // SAFETY: as above.
+        let value = (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy());
+        config::set_vkcopy(&name, value.as_deref()).map_err(|m| Failure::new(code::GENERIC, m))
+    })
 }

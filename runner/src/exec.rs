@@ -53,7 +53,7 @@ pub fn unsupported(plan: &CasePlan, runtime: &Choice) -> Option<String> {
 pub fn capabilities(runtime: &Choice) -> &'static [Capability] {
     match runtime {
         Choice::Vkcopy => &Capability::ALL,
-        Choice::Halide(_) => crate::halide::CAPABILITIES,
+        Choice::Halide(path) => crate::halide::capabilities(path),
     }
 }
 

@@ -19,10 +19,7 @@ pub const RUNTIMES_FILE: &str = "RUNTIMES.md";
 fn runtimes() -> [(&'static str, &'static [Capability]); 2] {
     [
         ("vkcopy", crate::exec::capabilities(&Choice::Vkcopy)),
-        (
-            "Halide's runtime",
-            crate::exec::capabilities(&Choice::Halide(Default::default())),
-        ),
+        ("Halide's runtime", crate::halide::CAPABILITIES),
     ]
 }
 

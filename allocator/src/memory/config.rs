@@ -142,6 +142,24 @@ impl AllocConfig {
         Ok(())
     }
 
+    /// The text [`AllocConfig::parse`] reads back as this configuration, if
+    /// its sizes are whole MiB (the unit of the variable).
+    pub fn setting(&self) -> Result<String, String> {
+        let mib = |b: u64, what: &str| {
+            b.is_multiple_of(MIB)
+                .then_some(b / MIB)
+                .ok_or_else(|| format!("a {what} of {b} bytes, not whole MiB"))
+        };
+        Ok(format!(
+            "{}:{}:{}:{}:{}",
+            mib(self.maximum_pool_size, "maximum pool size")?,
+            mib(self.minimum_block_size, "minimum block size")?,
+            mib(self.maximum_block_size, "maximum block size")?,
+            self.maximum_block_count,
+            self.nearest_multiple
+        ))
+    }
+
     /// Parses `VKCOPY_ALLOC_CONFIG`: the five fields of Halide's `HL_VK_ALLOC_CONFIG`,
     /// in its order, separated by `:` (or `;`, Halide's separator on Windows):
     ///

@@ -253,11 +253,6 @@ fn flag(name: &'static str, v: String) -> Result<bool> {
     }
 }
 
-/// The variable's value, unless it is unset or blank.
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
 impl ContextOptions {
     /// The defaults, changed by the variables of [`ENVIRONMENT`] that are set; no
     /// other variable is read, and nothing else in vkcopy reads the environment:
@@ -278,6 +273,16 @@ impl ContextOptions {
     ///
     /// A value that is not understood is an [`Error::BadSetting`] naming the variable.
     pub fn from_env() -> Result<Self> {
+        Self::from_settings(|name| std::env::var(name).ok())
+    }
+
+    /// The same as [`ContextOptions::from_env`], with each variable's value
+    /// given by `lookup` instead of the environment: a host that configures
+    /// vkcopy for someone else (vkcopy's library of Halide's ABI) passes its
+    /// own settings this way.
+    pub fn from_settings(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        // Unset and blank are the same.
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut options = ContextOptions::default();
         if let Some(v) = var("VKCOPY_DEVICE") {
             options.device = match v.trim().parse::<usize>() {
@@ -293,10 +298,10 @@ impl ContextOptions {
             })?;
             options.device = DeviceSelector::Type(t);
         }
-        if let Ok(v) = std::env::var("VKCOPY_VALIDATION") {
+        if let Some(v) = lookup("VKCOPY_VALIDATION") {
             options.validation = flag("VKCOPY_VALIDATION", v)?;
         }
-        if let Ok(v) = std::env::var("VKCOPY_IMPORT_HOST") {
+        if let Some(v) = lookup("VKCOPY_IMPORT_HOST") {
             options.import_host = v.trim().is_empty() || flag("VKCOPY_IMPORT_HOST", v)?;
         }
         if let Some(v) = var("VKCOPY_POLICY") {
@@ -391,5 +396,132 @@ impl ContextOptions {
             });
         }
         Ok(options)
+    }
+
+    /// The variables of [`ENVIRONMENT`] that give these options to
+    /// [`ContextOptions::from_settings`], for the fields that differ from the
+    /// default; `Err` names a field that has no such text (a device chosen by
+    /// type, a block size that is not whole MiB, a simulated table, emulated
+    /// bugs). The validation layer is left out: a host puts it on by its own
+    /// means.
+    pub fn settings(&self) -> std::result::Result<Vec<(&'static str, String)>, String> {
+        let plain = ContextOptions::default();
+        let mut out = Vec::new();
+        match &self.device {
+            DeviceSelector::Default => {}
+            DeviceSelector::Index(i) => out.push(("VKCOPY_DEVICE", i.to_string())),
+            DeviceSelector::Name(n) => out.push(("VKCOPY_DEVICE", n.clone())),
+            DeviceSelector::Type(_) => return Err("a device chosen by type".into()),
+        }
+        if self.policy != plain.policy {
+            out.push(("VKCOPY_POLICY", self.policy.name().into()));
+        }
+        if self.import_host != plain.import_host {
+            out.push(("VKCOPY_IMPORT_HOST", u8::from(self.import_host).to_string()));
+        }
+        let modes = [
+            (
+                "VKCOPY_DEVICE_COPY",
+                self.device_copy.name(),
+                plain.device_copy.name(),
+            ),
+            (
+                "VKCOPY_MAPPED_UPLOAD",
+                self.mapped_upload.name(),
+                plain.mapped_upload.name(),
+            ),
+            (
+                "VKCOPY_MAPPED_READBACK",
+                self.mapped_readback.name(),
+                plain.mapped_readback.name(),
+            ),
+            (
+                "VKCOPY_SMALL_COPY_QUEUE",
+                self.small_copy_queue.name(),
+                plain.small_copy_queue.name(),
+            ),
+        ];
+        out.extend(
+            modes
+                .into_iter()
+                .filter(|(_, v, d)| v != d)
+                .map(|(n, v, _)| (n, v.to_owned())),
+        );
+        if self.timeout != plain.timeout {
+            out.push(("VKCOPY_TIMEOUT_MS", self.timeout.as_millis().to_string()));
+        }
+        if self.spin != plain.spin {
+            out.push(("VKCOPY_SPIN_US", self.spin.as_micros().to_string()));
+        }
+        if self.alloc_config != plain.alloc_config {
+            out.push(("VKCOPY_ALLOC_CONFIG", self.alloc_config.setting()?));
+        }
+        #[cfg(feature = "simulate")]
+        if self.simulate_memory.is_some() {
+            return Err("a simulated memory table".into());
+        }
+        #[cfg(feature = "emulate")]
+        if self.emulate != plain.emulate {
+            return Err("emulated Halide bugs".into());
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    fn read_back(o: &ContextOptions) -> ContextOptions {
+        let vars: HashMap<&str, String> = o.settings().unwrap().into_iter().collect();
+        ContextOptions::from_settings(|n| vars.get(n).cloned()).unwrap()
+    }
+
+    #[test]
+    fn settings_read_back_as_the_same_options() {
+        let plain = ContextOptions::default();
+        assert_eq!(plain.settings().unwrap(), vec![]);
+        let o = ContextOptions {
+            device: DeviceSelector::Name("llvmpipe".into()),
+            policy: Policy::HalideLegacy,
+            import_host: false,
+            device_copy: DeviceCopy::Shader,
+            mapped_upload: MappedCopy::Always,
+            mapped_readback: MappedCopy::Never,
+            small_copy_queue: SmallCopyQueue::Other,
+            timeout: Duration::from_millis(1234),
+            spin: Duration::from_micros(56),
+            alloc_config: AllocConfig::parse("64:2:16:3:64").unwrap(),
+            ..ContextOptions::default()
+        };
+        let back = read_back(&o);
+        assert!(matches!(&back.device, DeviceSelector::Name(n) if n == "llvmpipe"));
+        assert_eq!(back.policy, Policy::HalideLegacy);
+        assert!(!back.import_host);
+        assert_eq!(back.device_copy, DeviceCopy::Shader);
+        assert_eq!(back.mapped_upload, MappedCopy::Always);
+        assert_eq!(back.mapped_readback, MappedCopy::Never);
+        assert_eq!(back.small_copy_queue, SmallCopyQueue::Other);
+        assert_eq!(back.timeout, Duration::from_millis(1234));
+        assert_eq!(back.spin, Duration::from_micros(56));
+        assert_eq!(back.alloc_config, o.alloc_config);
+        assert_eq!(read_back(&back).settings(), o.settings());
+    }
+
+    #[test]
+    fn options_without_text_are_named() {
+        let by_type = ContextOptions {
+            device: DeviceSelector::Type(DeviceTypeFilter::parse("cpu").unwrap()),
+            ..ContextOptions::default()
+        };
+        assert_eq!(by_type.settings().unwrap_err(), "a device chosen by type");
+        let mut odd = ContextOptions::default();
+        odd.alloc_config.minimum_block_size = 1000;
+        assert_eq!(
+            odd.settings().unwrap_err(),
+            "a minimum block size of 1000 bytes, not whole MiB"
+        );
     }
 }

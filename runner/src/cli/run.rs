@@ -464,7 +464,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         None => Choice::from_env()?,
     };
     if let Choice::Halide(lib) = &runtime {
-        if let Some(why) = vkcopy_suite::halide::refused(&options) {
+        if let Err(why) = vkcopy_suite::halide::refused_by(lib, &options) {
             return Err(format!("--runtime {}: {why}", lib.display()));
         }
         out!(

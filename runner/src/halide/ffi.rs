@@ -2,7 +2,7 @@
 //! for the few types and entry points the suite calls, and the runtime library
 //! that exports them, loaded once per process.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -97,6 +97,9 @@ pub struct Library {
     /// `vkcopy_halide_placements`, where the library reports where it placed
     /// memory (vkcopy's library does).
     placements: Option<Placements>,
+    /// `vkcopy_halide_set_setting`, where the library takes vkcopy's settings
+    /// (vkcopy's library does).
+    set_setting: Option<SetSetting>,
     /// Where it was loaded from, for messages.
     pub path: String,
 }
@@ -115,8 +118,35 @@ struct LibraryPlacement {
 }
 
 type Placements = unsafe extern "C" fn(*mut LibraryPlacement, usize) -> usize;
+type SetSetting = unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
 
 impl Library {
+    /// Whether the library takes vkcopy's settings: it is vkcopy's library,
+    /// which runs vkcopy's policies and routes as vkcopy does.
+    pub fn takes_settings(&self) -> bool {
+        self.set_setting.is_some()
+    }
+
+    /// Sets vkcopy's variable `name` to `value` for the contexts the library
+    /// makes from now on.
+    pub fn set_setting(&self, name: &str, value: &str) -> Result<(), String> {
+        let f = self
+            .set_setting
+            .ok_or_else(|| format!("{}: takes no vkcopy settings", self.path))?;
+        let (n, v) = (CString::new(name), CString::new(value));
+        let (Ok(n), Ok(v)) = (n, v) else {
+            return Err(format!("{name}={value:?}: has a NUL"));
+        };
+        // SAFETY: two NUL-terminated strings that outlive the call.
+        match unsafe { f(n.as_ptr(), v.as_ptr()) } {
+            0 => Ok(()),
+            e => Err(format!(
+                "{name}={value}: refused ({e}): {}",
+                take_errors().join("; ")
+            )),
+        }
+    }
+
     /// The library's own account of its placements since the process began,
     /// where it gives one: vkcopy's record of each, which a harness watching
     /// Vulkan calls cannot rebuild (a region's role within a block, a staging
@@ -322,6 +352,10 @@ fn load(path: &Path) -> Result<Library, String> {
             .map(|f| *f),
         // SAFETY: as above (halide-abi/src/placements.rs).
         placements: unsafe { lib.get::<Placements>(b"vkcopy_halide_placements\0") }
+            .ok()
+            .map(|f| *f),
+        // SAFETY: as above (halide-abi/src/vulkan.rs).
+        set_setting: unsafe { lib.get::<SetSetting>(b"vkcopy_halide_set_setting\0") }
             .ok()
             .map(|f| *f),
         path: shown,

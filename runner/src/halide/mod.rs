@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::rt::{ContextOptions, DeviceCopy, Emulate, MappedCopy, Policy, SmallCopyQueue};
-pub use runtime::{HalideRuntime, CAPABILITIES};
+pub use runtime::{HalideRuntime, CAPABILITIES, WITH_SETTINGS};
 
 /// What of `options` cannot reach Halide's runtime, which picks its device,
 /// memory types and copy paths itself: a run is refused with it named, rather
@@ -93,6 +93,48 @@ pub fn refused(options: &ContextOptions) -> Option<String> {
     })
 }
 
+/// What the library at `path` has beyond the primitives: [`WITH_SETTINGS`]
+/// where it takes vkcopy's settings, else [`CAPABILITIES`] (also where it
+/// cannot be loaded: opening it then says why).
+pub fn capabilities(path: &Path) -> &'static [crate::runtime::Capability] {
+    match ffi::library(path) {
+        Ok(lib) if lib.takes_settings() => WITH_SETTINGS,
+        _ => CAPABILITIES,
+    }
+}
+
+/// What of `options` cannot reach the library at `path`: for one that takes
+/// vkcopy's settings, only what they cannot say; else [`refused`].
+pub fn refused_by(path: &Path, options: &ContextOptions) -> Result<(), String> {
+    let lib = ffi::library(path)?;
+    if lib.takes_settings() {
+        return library_settings(options).map(drop);
+    }
+    refused(options).map_or(Ok(()), Err)
+}
+
+/// Every setting a library that takes vkcopy's settings reads, with the
+/// value that gives `options`: the case's own, else blank (the default), so
+/// nothing of the environment or an earlier case is left. The layer and the
+/// recorded table reach it through the shim, as they reach Halide's.
+fn library_settings(options: &ContextOptions) -> Result<Vec<(&'static str, String)>, String> {
+    let mut plain = options.clone();
+    plain.simulate_memory = None;
+    plain.validation = false;
+    let set = plain.settings().map_err(|what| {
+        format!("{what}: a setting of vkcopy's that its library cannot be given")
+    })?;
+    Ok(crate::rt::ENVIRONMENT
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| *name != "VKCOPY_FAULTS")
+        .map(|name| {
+            let value = set.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+            (name, value.unwrap_or_default())
+        })
+        .collect())
+}
+
 /// A case's runtime, with slots named `slots`, on the Halide library at
 /// `path`, under `options`: its
 /// validation layer and recorded memory table reach Halide through the shim;
@@ -103,12 +145,16 @@ pub fn open(
     options: &ContextOptions,
     slots: Vec<String>,
 ) -> Result<HalideRuntime, String> {
-    if let Some(why) = refused(options) {
-        return Err(why);
-    }
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let lib = ffi::library(path)?;
+    if lib.takes_settings() {
+        for (name, value) in library_settings(options)? {
+            lib.set_setting(name, &value)?;
+        }
+    } else if let Some(why) = refused(options) {
+        return Err(why);
+    }
     shim::begin_case(
         options.simulate_memory.as_ref(),
         options.validation,

@@ -121,6 +121,16 @@ impl Slot {
 /// What Halide's runtime has beyond the primitives: none of vkcopy's own.
 pub const CAPABILITIES: &[Capability] = &[Capability::SumKernel];
 
+/// What a library that takes vkcopy's settings has beyond the primitives
+/// (vkcopy's library, [`super::ffi::Library::takes_settings`]): vkcopy's
+/// policies and routes, which its settings choose.
+pub const WITH_SETTINGS: &[Capability] = &[
+    Capability::SumKernel,
+    Capability::Policies,
+    Capability::MappedCopies,
+    Capability::SecondQueue,
+];
+
 /// A case running on Halide's runtime. Halide's state is global to the
 /// process, so one case runs at a time: the guard is held until it is dropped.
 pub struct HalideRuntime {
@@ -506,7 +516,11 @@ fn counter(name: &str) -> Option<fn(&shim::Live, &HalideRuntime) -> u64> {
 
 impl<'a> Runtime<'a> for HalideRuntime {
     fn capabilities(&self) -> &'static [Capability] {
-        CAPABILITIES
+        if self.lib.takes_settings() {
+            WITH_SETTINGS
+        } else {
+            CAPABILITIES
+        }
     }
 
     fn device_type(&self) -> Option<DeviceType> {
