@@ -222,7 +222,7 @@ pub(crate) unsafe fn with_host(
 pub(crate) unsafe fn over_host(buf: &HalideBuffer, name: &str) -> Result<Buffer, Failure> {
     let Some(host) = NonNull::new(buf.host) else {
         return Err(Failure::new(
-            code::BUFFER_COPY_FAILED,
+            code::DEVICE_BUFFER_COPY_FAILED,
             format!("{name} has no host memory"),
         ));
     };
@@ -232,7 +232,7 @@ pub(crate) unsafe fn over_host(buf: &HalideBuffer, name: &str) -> Result<Buffer,
     // SAFETY: the caller's promise: `len` bytes at `host`, used only by this copy.
     let bytes = unsafe { HostBytes::from_raw_parts(host, len, None) };
     Buffer::from_host(name, shape.elem(), shape.dims().to_vec(), bytes)
-        .map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))
+        .map_err(|e| Failure::vk(code::DEVICE_BUFFER_COPY_FAILED, e))
 }
 
 /// `h`'s device side with `buf`'s current shape (the handle's when equal).

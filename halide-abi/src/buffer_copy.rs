@@ -169,9 +169,9 @@ unsafe fn host_to_host(uc: Uc, src: Buf, dst: Buf) -> c_int {
                 s.dims().to_vec(),
                 vkcopy::HostBytes::from_vec(bytes),
             )
-            .map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))?;
+            .map_err(|e| Failure::vk(code::DEVICE_BUFFER_COPY_FAILED, e))?;
         }
-        vkcopy::copy_host(&s, &d).map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))?;
+        vkcopy::copy_host(&s, &d).map_err(|e| Failure::vk(code::DEVICE_BUFFER_COPY_FAILED, e))?;
         Ok(())
     };
     match run() {

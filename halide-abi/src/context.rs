@@ -166,7 +166,7 @@ pub(crate) fn validation_findings() -> Result<(), Failure> {
         return Ok(());
     }
     Err(Failure::new(
-        ffi::code::GENERIC,
+        ffi::code::GENERIC_ERROR,
         format!("the validation layer: {}", found.join("; ")),
     ))
 }
@@ -291,11 +291,11 @@ pub(crate) fn copy_counts() -> [u64; 6] {
 
 fn options() -> Result<ContextOptions, Failure> {
     let mut o = ContextOptions::from_settings(config::vkcopy_setting)
-        .map_err(|e| Failure::vk(ffi::code::GENERIC, e))?;
+        .map_err(|e| Failure::vk(ffi::code::GENERIC_ERROR, e))?;
     if let Some(t) = config::DEVICE_TYPE.get() {
         let f = DeviceTypeFilter::parse(&t).ok_or_else(|| {
             Failure::new(
-                ffi::code::GENERIC,
+                ffi::code::GENERIC_ERROR,
                 format!("HL_VK_DEVICE_TYPE {t:?}: not a device type (cpu, gpu, integrated-gpu, discrete-gpu, virtual-gpu)"),
             )
         })?;
@@ -309,7 +309,10 @@ fn options() -> Result<ContextOptions, Failure> {
     }
     if let Some(c) = config::ALLOC_CONFIG.get() {
         o.alloc_config = AllocConfig::parse(&c).map_err(|e| {
-            Failure::new(ffi::code::GENERIC, format!("HL_VK_ALLOC_CONFIG {c:?}: {e}"))
+            Failure::new(
+                ffi::code::GENERIC_ERROR,
+                format!("HL_VK_ALLOC_CONFIG {c:?}: {e}"),
+            )
         })?;
     }
     Ok(o)
@@ -323,8 +326,12 @@ fn load_vulkan() -> Result<(), Failure> {
         return Ok(());
     }
     let name = std::env::var("HL_VK_LOADER_LIB").unwrap_or_else(|_| "libvulkan.so.1".into());
-    let cname = CString::new(name.clone())
-        .map_err(|_| Failure::new(ffi::code::GENERIC, "HL_VK_LOADER_LIB has a NUL".into()))?;
+    let cname = CString::new(name.clone()).map_err(|_| {
+        Failure::new(
+            ffi::code::GENERIC_ERROR,
+            "HL_VK_LOADER_LIB has a NUL".into(),
+        )
+    })?;
     // SAFETY: both are Halide's runtime functions, given NUL-terminated names.
     let gipa = unsafe {
         let lib = ffi::halide_load_library(cname.as_ptr());

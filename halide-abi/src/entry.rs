@@ -18,7 +18,7 @@ pub(crate) fn entry(uc: ffi::Uc, name: &str, body: impl FnOnce() -> Result<(), F
             .or_else(|| p.downcast_ref::<&str>().copied())
             .unwrap_or("a panic");
         Err(Failure::new(
-            ffi::code::GENERIC,
+            ffi::code::GENERIC_ERROR,
             format!("internal error: {what}"),
         ))
     });

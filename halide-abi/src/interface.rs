@@ -236,7 +236,7 @@ unsafe fn side(buf: &ffi::HalideBuffer, host: bool, name: &str) -> Result<Buffer
         Ok(b)
     } else {
         // SAFETY: the caller's promise.
-        let h = unsafe { handle_of(buf, code::BUFFER_COPY_FAILED) }?;
+        let h = unsafe { handle_of(buf, code::DEVICE_BUFFER_COPY_FAILED) }?;
         // SAFETY: as above.
         let mut b = unsafe { buffer::shaped_like(h, buf, name) }?;
         b.set_device_dirty(true);
@@ -268,24 +268,24 @@ pub(crate) unsafe extern "C" fn buffer_copy(uc: Uc, src: Buf, dst_iface: Iface, 
         dst_v.set_device_dirty(false);
         let device = if from_host && to_host {
             return Err(Failure::new(
-                code::BUFFER_COPY_FAILED,
+                code::DEVICE_BUFFER_COPY_FAILED,
                 "a host-to-host copy reached the device interface".into(),
             ));
         } else if to_host {
             // SAFETY: as above.
-            unsafe { handle_of(s, code::BUFFER_COPY_FAILED) }?
+            unsafe { handle_of(s, code::DEVICE_BUFFER_COPY_FAILED) }?
                 .device
                 .clone()
         } else {
             // SAFETY: as above.
-            unsafe { handle_of(d, code::BUFFER_COPY_FAILED) }?
+            unsafe { handle_of(d, code::DEVICE_BUFFER_COPY_FAILED) }?
                 .device
                 .clone()
         };
         device
             .ctx
             .buffer_copy(&src_v, &mut dst_v, !to_host)
-            .map_err(|e| Failure::vk(code::BUFFER_COPY_FAILED, e))?;
+            .map_err(|e| Failure::vk(code::DEVICE_BUFFER_COPY_FAILED, e))?;
         Ok(())
     })
 }
@@ -301,14 +301,14 @@ unsafe fn make_view(
     dst: &mut ffi::HalideBuffer,
 ) -> Result<(), Failure> {
     // SAFETY: the caller's promise.
-    let h = unsafe { handle_of(src, code::CROP_FAILED) }?;
+    let h = unsafe { handle_of(src, code::DEVICE_CROP_FAILED) }?;
     // SAFETY: as above.
     let whole = unsafe { buffer::shaped_like(h, src, "the source") }?;
     // SAFETY: as above.
     let dims = unsafe { buffer::dims(dst) };
     let view = whole
         .strided_view("the crop", at, dims)
-        .map_err(|e| Failure::vk(code::CROP_FAILED, e))?;
+        .map_err(|e| Failure::vk(code::DEVICE_CROP_FAILED, e))?;
     let device = h.device.clone();
     buffer::set_handle(dst, DeviceBuffer::new(view, Origin::View, device));
     Ok(())
@@ -320,7 +320,7 @@ unsafe extern "C" fn device_crop(uc: Uc, src: ConstBuf, dst: Buf) -> c_int {
         let (s, d) = unsafe { (buf_ref(src)?, buf_mut(dst)?) };
         if s.dimensions != d.dimensions {
             return Err(Failure::new(
-                code::CROP_FAILED,
+                code::DEVICE_CROP_FAILED,
                 format!(
                     "a crop of {} dimensions from {}",
                     d.dimensions, s.dimensions
@@ -351,7 +351,7 @@ unsafe extern "C" fn device_slice(
             .filter(|&i| i < at.len())
             .ok_or_else(|| {
                 Failure::new(
-                    code::CROP_FAILED,
+                    code::DEVICE_CROP_FAILED,
                     format!(
                         "slice of dimension {dim} of a {}-dimensional buffer",
                         at.len()
@@ -380,7 +380,7 @@ unsafe extern "C" fn wrap_native(uc: Uc, buf: Buf, native: u64) -> c_int {
         let buf = unsafe { buf_mut(buf) }?;
         if buf.device != 0 {
             return Err(Failure::new(
-                code::WRAP_NATIVE_FAILED,
+                code::DEVICE_WRAP_NATIVE_FAILED,
                 "the buffer already has a device allocation".into(),
             ));
         }
@@ -391,7 +391,7 @@ unsafe extern "C" fn wrap_native(uc: Uc, buf: Buf, native: u64) -> c_int {
         device
             .ctx
             .wrap_vk_buffer(&mut b, vk::Buffer::from_raw(native), size)
-            .map_err(|e| Failure::vk(code::WRAP_NATIVE_FAILED, e))?;
+            .map_err(|e| Failure::vk(code::DEVICE_WRAP_NATIVE_FAILED, e))?;
         buffer::set_handle(buf, DeviceBuffer::new(b, Origin::Wrapped, device));
         Ok(())
     })
@@ -407,21 +407,21 @@ unsafe extern "C" fn detach_native(uc: Uc, buf: Buf) -> c_int {
         // SAFETY: as above.
         let h = unsafe { buffer::take_handle(buf) }.ok_or_else(|| {
             Failure::new(
-                code::DETACH_NATIVE_FAILED,
+                code::DEVICE_DETACH_NATIVE_FAILED,
                 "the buffer's device allocation is not this interface's".into(),
             )
         })?;
         if h.origin != Origin::Wrapped {
             let why = "the buffer's device memory is vkcopy's, not a wrapped VkBuffer";
             buffer::set_handle(buf, *h);
-            return Err(Failure::new(code::DETACH_NATIVE_FAILED, why.into()));
+            return Err(Failure::new(code::DEVICE_DETACH_NATIVE_FAILED, why.into()));
         }
         h.forget_host_side();
         let mut b = h.buffer;
         h.device
             .ctx
             .detach_vk_buffer(&mut b)
-            .map_err(|e| Failure::vk(code::DETACH_NATIVE_FAILED, e))?;
+            .map_err(|e| Failure::vk(code::DEVICE_DETACH_NATIVE_FAILED, e))?;
         Ok(())
     })
 }

@@ -5,23 +5,9 @@
 
 use std::ffi::c_char;
 
-use crate::context;
+use halide_ffi::vkcopy::Placement;
 
-/// One placement, as `vkcopy_halide_placements` writes it.
-#[repr(C)]
-pub struct PlacementC {
-    /// The role's name, NUL-terminated: `device`, `upload`, `readback` ...
-    pub role: [c_char; 24],
-    pub memory_type: u32,
-    pub heap: u32,
-    /// `VkMemoryPropertyFlags`.
-    pub flags: u32,
-    /// Memory types that refused the allocation before this one.
-    pub fallbacks: u32,
-    pub size: u64,
-    /// 1 where the caller's host memory was imported rather than staged.
-    pub imported: u32,
-}
+use crate::context;
 
 /// `vkcopy_halide_placements`: writes up to `capacity` of the placements made
 /// since the process began (vkcopy keeps the latest 4096 of each context),
@@ -30,7 +16,7 @@ pub struct PlacementC {
 /// # Safety
 /// `out` is null or writable for `capacity` records.
 #[no_mangle]
-pub unsafe extern "C" fn vkcopy_halide_placements(out: *mut PlacementC, capacity: usize) -> usize {
+pub unsafe extern "C" fn vkcopy_halide_placements(out: *mut Placement, capacity: usize) -> usize {
     let all = context::placements();
     if !out.is_null() {
         for (i, p) in all.iter().take(capacity).enumerate() {
@@ -38,7 +24,7 @@ pub unsafe extern "C" fn vkcopy_halide_placements(out: *mut PlacementC, capacity
             for (r, b) in role.iter_mut().zip(p.role.to_string().bytes().take(23)) {
                 *r = b as c_char;
             }
-            let record = PlacementC {
+            let record = Placement {
                 role,
                 memory_type: p.memory_type,
                 heap: p.heap,
@@ -53,3 +39,6 @@ pub unsafe extern "C" fn vkcopy_halide_placements(out: *mut PlacementC, capacity
     }
     all.len()
 }
+
+// The exports have the types `halide-ffi` declares for their callers.
+const _: halide_ffi::vkcopy::PlacementsFn = vkcopy_halide_placements;

@@ -46,7 +46,7 @@ pub unsafe extern "C" fn halide_vulkan_acquire_context(
             None if create => context::acquire()?,
             None => {
                 return Err(Failure::new(
-                    code::GENERIC,
+                    code::GENERIC_ERROR,
                     "no Vulkan context, and create is false".into(),
                 ))
             }
@@ -249,12 +249,17 @@ pub unsafe extern "C" fn vkcopy_halide_set_setting(
 ) -> c_int {
     entry(std::ptr::null_mut(), "vkcopy_halide_set_setting", || {
         if name.is_null() {
-            return Err(Failure::new(code::GENERIC, "no name".into()));
+            return Err(Failure::new(code::GENERIC_ERROR, "no name".into()));
         }
         // SAFETY: the caller's promise.
         let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
         // SAFETY: as above.
         let value = (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy());
-        config::set_vkcopy(&name, value.as_deref()).map_err(|m| Failure::new(code::GENERIC, m))
+        config::set_vkcopy(&name, value.as_deref())
+            .map_err(|m| Failure::new(code::GENERIC_ERROR, m))
     })
 }
+
+// The exports have the types `halide-ffi` declares for their callers.
+const _: halide_ffi::vkcopy::CopyCountsFn = vkcopy_halide_copy_counts;
+const _: halide_ffi::vkcopy::SetSettingFn = vkcopy_halide_set_setting;

@@ -78,7 +78,7 @@ pub(crate) fn release() {
 }
 
 fn compile(device: &Arc<Device>, blob: &[u8]) -> Result<Kernels, Failure> {
-    let fail = |m: String| Failure::new(code::GENERIC, m);
+    let fail = |m: String| Failure::new(code::GENERIC_ERROR, m);
     let modules = blob::parse(blob).map_err(fail)?;
     let mut k = Kernels {
         device: device.clone(),
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn halide_vulkan_initialize_kernels(
     entry(uc, "halide_vulkan_initialize_kernels", || {
         if state_ptr.is_null() || src.is_null() || size <= 0 {
             return Err(Failure::new(
-                code::GENERIC,
+                code::GENERIC_ERROR,
                 "a null state, a null blob or an empty blob".into(),
             ));
         }

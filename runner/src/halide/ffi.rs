@@ -6,62 +6,18 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::shim::CopyCounts;
 use crate::outcome::PlacementRecord;
 use crate::rt::{property_flags_name, vk};
 
-/// `halide_type_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HalideType {
-    pub code: u8,
-    pub bits: u8,
-    pub lanes: u16,
-}
+use halide_ffi::vkcopy::{
+    CopyCountsFn, Placement, PlacementsFn, SetSettingFn, COPY_COUNTS_SYMBOL, PLACEMENTS_SYMBOL,
+    SET_SETTING_SYMBOL,
+};
+use halide_ffi::{BufferCopyFn, CropFn, DeviceInterface, MallocFn, OneBufferFn, SliceFn};
+pub use halide_ffi::{HalideBuffer, HalideDimension, HalideType, DEVICE_DIRTY, HOST_DIRTY};
 
-/// `halide_dimension_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HalideDimension {
-    pub min: i32,
-    pub extent: i32,
-    pub stride: i32,
-    pub flags: u32,
-}
-
-/// `halide_buffer_t`.
-#[repr(C)]
-#[derive(Debug)]
-pub struct HalideBuffer {
-    pub device: u64,
-    pub device_interface: *const c_void,
-    pub host: *mut u8,
-    pub flags: u64,
-    pub ty: HalideType,
-    pub dimensions: i32,
-    pub dim: *mut HalideDimension,
-    pub padding: *mut c_void,
-}
-
-/// `halide_buffer_flag_host_dirty`.
-pub const HOST_DIRTY: u64 = 1;
-/// `halide_buffer_flag_device_dirty`.
-pub const DEVICE_DIRTY: u64 = 2;
-
-type Interface = unsafe extern "C" fn() -> *const c_void;
-type Malloc = unsafe extern "C" fn(*mut c_void, *mut HalideBuffer, *const c_void) -> c_int;
-type OneBuffer = unsafe extern "C" fn(*mut c_void, *mut HalideBuffer) -> c_int;
-type BufferCopy =
-    unsafe extern "C" fn(*mut c_void, *mut HalideBuffer, *const c_void, *mut HalideBuffer) -> c_int;
-type Crop = unsafe extern "C" fn(*mut c_void, *const HalideBuffer, *mut HalideBuffer) -> c_int;
-type Slice = unsafe extern "C" fn(
-    *mut c_void,
-    *const HalideBuffer,
-    c_int,
-    c_int,
-    *mut HalideBuffer,
-) -> c_int;
-type Release = unsafe extern "C" fn(*mut c_void, *const c_void);
+type Interface = unsafe extern "C" fn() -> *const DeviceInterface;
+type Release = unsafe extern "C" fn(*mut c_void, *const DeviceInterface);
 type Reuse = unsafe extern "C" fn(*mut c_void, bool) -> c_int;
 type CanReuse = unsafe extern "C" fn(*mut c_void) -> bool;
 pub type ErrorHandler = unsafe extern "C" fn(*mut c_void, *const c_char);
@@ -74,18 +30,18 @@ type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibraryS
 pub struct Library {
     _lib: libloading::Library,
     /// `halide_vulkan_device_interface()`.
-    pub vulkan: *const c_void,
-    device_malloc: Malloc,
-    device_free: OneBuffer,
-    device_and_host_malloc: Malloc,
-    device_and_host_free: OneBuffer,
+    pub vulkan: *const DeviceInterface,
+    device_malloc: MallocFn,
+    device_free: OneBufferFn,
+    device_and_host_malloc: MallocFn,
+    device_and_host_free: OneBufferFn,
     can_reuse: CanReuse,
-    copy_to_device: Malloc,
-    copy_to_host: OneBuffer,
-    buffer_copy: BufferCopy,
-    device_crop: Crop,
-    device_slice: Slice,
-    device_release_crop: OneBuffer,
+    copy_to_device: MallocFn,
+    copy_to_host: OneBufferFn,
+    buffer_copy: BufferCopyFn,
+    device_crop: CropFn,
+    device_slice: SliceFn,
+    device_release_crop: OneBufferFn,
     device_release: Release,
     reuse_device_allocations: Reuse,
     set_error_handler: SetErrorHandler,
@@ -93,32 +49,16 @@ pub struct Library {
     set_get_library_symbol: SetGetLibrarySymbol,
     /// `vkcopy_halide_copy_counts`, where the library reports the copies it
     /// made (vkcopy's library does; Halide's runtimes do not).
-    pub copy_counts: Option<CopyCounts>,
+    pub copy_counts: Option<CopyCountsFn>,
     /// `vkcopy_halide_placements`, where the library reports where it placed
     /// memory (vkcopy's library does).
-    placements: Option<Placements>,
+    placements: Option<PlacementsFn>,
     /// `vkcopy_halide_set_setting`, where the library takes vkcopy's settings
     /// (vkcopy's library does).
-    set_setting: Option<SetSetting>,
+    set_setting: Option<SetSettingFn>,
     /// Where it was loaded from, for messages.
     pub path: String,
 }
-
-/// One placement as vkcopy's library reports it (`vkcopy_halide_placements`,
-/// an extension of the library's own, not Halide's ABI).
-#[repr(C)]
-struct LibraryPlacement {
-    role: [c_char; 24],
-    memory_type: u32,
-    heap: u32,
-    flags: u32,
-    fallbacks: u32,
-    size: u64,
-    imported: u32,
-}
-
-type Placements = unsafe extern "C" fn(*mut LibraryPlacement, usize) -> usize;
-type SetSetting = unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
 
 impl Library {
     /// Whether the library takes vkcopy's settings: it is vkcopy's library,
@@ -155,7 +95,7 @@ impl Library {
         let f = self.placements?;
         // SAFETY: asks for the count only.
         let n = unsafe { f(std::ptr::null_mut(), 0) };
-        let mut out: Vec<LibraryPlacement> = Vec::with_capacity(n);
+        let mut out: Vec<Placement> = Vec::with_capacity(n);
         // SAFETY: room for `n` records; the library writes at most that many
         // and says how many it has.
         let written = unsafe { f(out.as_mut_ptr(), n) }.min(n);
@@ -312,6 +252,18 @@ pub fn library(path: &Path) -> Result<&'static Library, String> {
     Ok(lib)
 }
 
+/// A symbol of vkcopy's library beyond Halide's ABI, if `lib` exports it.
+/// `F` is the type `halide_ffi::vkcopy` declares for `name`, which the
+/// library's own definitions are checked against.
+fn optional<F: Copy>(lib: &libloading::Library, name: &str) -> Option<F> {
+    let name = CString::new(name).ok()?;
+    // SAFETY: `F` is the type halide-ffi declares for `name`; vkcopy's
+    // library defines the symbol with that type (halide-abi checks it).
+    unsafe { lib.get::<F>(name.as_bytes_with_nul()) }
+        .ok()
+        .map(|f| *f)
+}
+
 fn load(path: &Path) -> Result<Library, String> {
     let shown = path.display().to_string();
     // SAFETY: loading runs the library's initializers; a Halide runtime has
@@ -346,18 +298,9 @@ fn load(path: &Path) -> Result<Library, String> {
         set_error_handler: sym!("halide_set_error_handler"),
         set_custom_print: sym!("halide_set_custom_print"),
         set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
-        // SAFETY: the symbol's type is the one vkcopy-halide's README gives.
-        copy_counts: unsafe { lib.get::<CopyCounts>(b"vkcopy_halide_copy_counts\0") }
-            .ok()
-            .map(|f| *f),
-        // SAFETY: as above (halide-abi/src/placements.rs).
-        placements: unsafe { lib.get::<Placements>(b"vkcopy_halide_placements\0") }
-            .ok()
-            .map(|f| *f),
-        // SAFETY: as above (halide-abi/src/vulkan.rs).
-        set_setting: unsafe { lib.get::<SetSetting>(b"vkcopy_halide_set_setting\0") }
-            .ok()
-            .map(|f| *f),
+        copy_counts: optional(&lib, COPY_COUNTS_SYMBOL),
+        placements: optional(&lib, PLACEMENTS_SYMBOL),
+        set_setting: optional(&lib, SET_SETTING_SYMBOL),
         path: shown,
         _lib: lib,
     };
@@ -398,27 +341,30 @@ unsafe extern "C" fn on_print(_user_context: *mut c_void, msg: *const c_char) {
     }
 }
 
-/// The name of a Halide error code, as `expect_error` names errors (vkcopy's
-/// names where the two runtimes mean the same).
+/// The name of a Halide error code, as `expect_error` names errors: Halide's
+/// own (`halide-ffi`), or vkcopy's where the two runtimes mean the same
+/// thing by other words; `halide_error` for a code Halide does not define.
 pub fn error_name(code: c_int) -> &'static str {
-    match code {
-        -11 => "out_of_memory",
-        -14 => "copy_to_host_failed",
-        -15 => "copy_to_device_failed",
-        -16 => "device_malloc_failed",
-        -17 => "device_sync_failed",
-        -18 => "device_free_failed",
-        -19 => "no_device_interface",
-        -34 => "host_is_null",
-        -36 => "no_device_allocation",
-        -37 => "both_dirty",
-        -38 => "buffer_is_null",
-        -39 => "device_buffer_copy_failed",
-        -40 => "device_crop_unsupported",
-        -41 => "device_crop_failed",
-        -42 => "incompatible_device_interface",
-        -43 => "bad_dimensions",
-        -44 => "device_dirty",
-        _ => "halide_error",
+    match halide_ffi::code::name(code) {
+        Some("device_interface_no_device") => "no_device_allocation",
+        Some("host_and_device_dirty") => "both_dirty",
+        Some("device_dirty_with_no_device_support") => "device_dirty",
+        Some(name) => name,
+        None => "halide_error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_name;
+
+    #[test]
+    fn error_names_are_halides_or_the_suites_for_the_same_error() {
+        assert_eq!(error_name(-14), "copy_to_host_failed");
+        assert_eq!(error_name(-19), "no_device_interface");
+        assert_eq!(error_name(-36), "no_device_allocation");
+        assert_eq!(error_name(-37), "both_dirty");
+        assert_eq!(error_name(-1), "generic_error");
+        assert_eq!(error_name(-1000), "halide_error");
     }
 }

@@ -10,6 +10,7 @@
 //! type outside its `memoryTypeBits`, a heap over its size, and non-coherent
 //! memory read or written without an invalidate or flush.
 
+use halide_ffi::vkcopy::CopyCountsFn;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -102,7 +103,7 @@ struct Seen {
     bytes: [u64; 3],
     /// The library's own account of its copies, where it keeps one
     /// (`vkcopy_halide_copy_counts`), and its counts when the step began.
-    own_counts: Option<(CopyCounts, [u64; 6])>,
+    own_counts: Option<(CopyCountsFn, [u64; 6])>,
     fallbacks: u32,
     placements: Vec<PlacementRecord>,
     findings: Vec<String>,
@@ -129,13 +130,9 @@ fn seen() -> MutexGuard<'static, Seen> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// A library's own account of its copies (`vkcopy_halide_copy_counts`):
-/// writes copies and bytes to the device, to the host and device to device.
-pub type CopyCounts = unsafe extern "C" fn(*mut u64);
-
 /// Starts a case: `table` is presented to Halide from the next instance on.
 /// `counts`, when the library has it, is its own account of its copies.
-pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<CopyCounts>) {
+pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<CopyCountsFn>) {
     let mut s = seen();
     let real = std::mem::take(&mut s.real);
     let (device_type, messenger, devices) = (s.device_type, s.messenger, s.devices);
@@ -215,7 +212,7 @@ pub fn begin_step(kind: Option<StepKind>) {
     }
 }
 
-fn read_counts(f: CopyCounts) -> [u64; 6] {
+fn read_counts(f: CopyCountsFn) -> [u64; 6] {
     let mut out = [0u64; 6];
     // SAFETY: the library's function writes six counts.
     unsafe { f(out.as_mut_ptr()) };
