@@ -405,39 +405,58 @@ impl ContextOptions {
     /// bugs). The validation layer is left out: a host puts it on by its own
     /// means.
     pub fn settings(&self) -> std::result::Result<Vec<(&'static str, String)>, String> {
+        // Every field is named, so a new one does not compile until it has
+        // its variable here (or is said to have none).
+        let ContextOptions {
+            device,
+            validation: _,
+            policy,
+            import_host,
+            alloc_config,
+            device_copy,
+            mapped_upload,
+            mapped_readback,
+            small_copy_queue,
+            timeout,
+            spin,
+            #[cfg(feature = "simulate")]
+            simulate_memory,
+            #[cfg(feature = "emulate")]
+            emulate,
+        } = self;
         let plain = ContextOptions::default();
         let mut out = Vec::new();
-        match &self.device {
+        match device {
             DeviceSelector::Default => {}
             DeviceSelector::Index(i) => out.push(("VKCOPY_DEVICE", i.to_string())),
             DeviceSelector::Name(n) => out.push(("VKCOPY_DEVICE", n.clone())),
             DeviceSelector::Type(_) => return Err("a device chosen by type".into()),
         }
-        if self.policy != plain.policy {
-            out.push(("VKCOPY_POLICY", self.policy.name().into()));
+        if *policy != plain.policy {
+            out.push(("VKCOPY_POLICY", policy.name().into()));
         }
-        if self.import_host != plain.import_host {
-            out.push(("VKCOPY_IMPORT_HOST", u8::from(self.import_host).to_string()));
+        if *import_host != plain.import_host {
+            out.push(("VKCOPY_IMPORT_HOST", u8::from(*import_host).to_string()));
         }
         let modes = [
             (
                 "VKCOPY_DEVICE_COPY",
-                self.device_copy.name(),
+                device_copy.name(),
                 plain.device_copy.name(),
             ),
             (
                 "VKCOPY_MAPPED_UPLOAD",
-                self.mapped_upload.name(),
+                mapped_upload.name(),
                 plain.mapped_upload.name(),
             ),
             (
                 "VKCOPY_MAPPED_READBACK",
-                self.mapped_readback.name(),
+                mapped_readback.name(),
                 plain.mapped_readback.name(),
             ),
             (
                 "VKCOPY_SMALL_COPY_QUEUE",
-                self.small_copy_queue.name(),
+                small_copy_queue.name(),
                 plain.small_copy_queue.name(),
             ),
         ];
@@ -447,21 +466,21 @@ impl ContextOptions {
                 .filter(|(_, v, d)| v != d)
                 .map(|(n, v, _)| (n, v.to_owned())),
         );
-        if self.timeout != plain.timeout {
-            out.push(("VKCOPY_TIMEOUT_MS", self.timeout.as_millis().to_string()));
+        if *timeout != plain.timeout {
+            out.push(("VKCOPY_TIMEOUT_MS", timeout.as_millis().to_string()));
         }
-        if self.spin != plain.spin {
-            out.push(("VKCOPY_SPIN_US", self.spin.as_micros().to_string()));
+        if *spin != plain.spin {
+            out.push(("VKCOPY_SPIN_US", spin.as_micros().to_string()));
         }
-        if self.alloc_config != plain.alloc_config {
-            out.push(("VKCOPY_ALLOC_CONFIG", self.alloc_config.setting()?));
+        if *alloc_config != plain.alloc_config {
+            out.push(("VKCOPY_ALLOC_CONFIG", alloc_config.setting()?));
         }
         #[cfg(feature = "simulate")]
-        if self.simulate_memory.is_some() {
+        if simulate_memory.is_some() {
             return Err("a simulated memory table".into());
         }
         #[cfg(feature = "emulate")]
-        if self.emulate != plain.emulate {
+        if *emulate != plain.emulate {
             return Err("emulated Halide bugs".into());
         }
         Ok(out)
