@@ -4,11 +4,10 @@
 
 mod buffer;
 pub mod code;
-mod interface;
 pub mod vkcopy;
 
-pub use buffer::{HalideBuffer, HalideDimension, HalideType, TypeCode, DEVICE_DIRTY, HOST_DIRTY};
-pub use interface::{
+pub use buffer::{
     AllocationPool, Buf, BufferCopyFn, ConstBuf, CropFn, DeviceInterface, DeviceInterfaceImpl,
-    Iface, MallocFn, OneBufferFn, ReleaseFn, SliceFn, Uc,
+    HalideBuffer, HalideDimension, HalideType, Iface, MallocFn, OneBufferFn, ReleaseFn, SliceFn,
+    TypeCode, Uc, DEVICE_DIRTY, HOST_DIRTY,
 };

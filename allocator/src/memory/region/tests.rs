@@ -1007,3 +1007,78 @@ fn a_cached_region_from_the_middle_of_its_size_class_is_unlinked() {
     assert_eq!((got.offset, got.cached), (100, Some(1)));
     layout(&a);
 }
+
+/// Test-only consistency check of the allocator's indexes.
+impl<T> RegionAllocator<T> {
+    /// Panics unless the offset list, `free` and the size classes agree with the
+    /// regions: the list tiles the block; `free` lists exactly the free regions
+    /// without payload; the classes list exactly the cached regions, by size, at most
+    /// `MAX_CACHED_SIZES` of them.
+    fn check_indexes(&self) {
+        use std::collections::BTreeSet;
+        let order: Vec<u32> = self.order().collect();
+        let mut at = 0;
+        let mut prev = NONE;
+        let mut plain = BTreeSet::new();
+        let mut cached = BTreeSet::new();
+        for &s in &order {
+            let r = self.region(s);
+            assert_eq!(r.prev, prev, "prev link of slot {s}");
+            assert_eq!(r.offset, at, "regions tile the block");
+            assert!(r.size > 0);
+            if r.is_plain() {
+                let e = self.free[r.pos as usize];
+                assert_eq!(
+                    e,
+                    FreeEntry {
+                        offset: r.offset,
+                        end: r.end(),
+                        slot: s
+                    }
+                );
+                plain.insert(s);
+            } else if r.is_free() {
+                cached.insert(s);
+            }
+            at = r.end();
+            prev = s;
+        }
+        assert_eq!(at, self.size);
+        let live = self.slots.iter().filter(|s| s.region.is_some()).count();
+        assert_eq!(live, order.len(), "slots outside the offset list");
+        assert_eq!(live + self.vacant.len(), self.slots.len());
+        assert_eq!(
+            self.free.len(),
+            plain.len(),
+            "free lists every plain region once"
+        );
+        assert!(self.classes.len() <= MAX_CACHED_SIZES);
+        let mut listed = BTreeSet::new();
+        for (i, c) in self.classes.iter().enumerate() {
+            assert!(self.classes[..i].iter().all(|d| d.size != c.size));
+            let mut s = c.head;
+            let mut back = NONE;
+            let mut len = 0;
+            while s != NONE {
+                let r = self.region(s);
+                assert_eq!(r.cprev, back);
+                assert_eq!(r.size, c.size);
+                assert!(listed.insert(s), "slot {s} in two classes");
+                len += 1;
+                back = s;
+                s = r.cnext;
+            }
+            assert_eq!(len, c.len);
+            assert!(len > 0, "empty size class");
+        }
+        assert_eq!(
+            listed, cached,
+            "size classes list exactly the cached regions"
+        );
+        let mut hint = [0u8; HINT];
+        for c in &self.classes {
+            hint[hint_index(c.size)] += 1;
+        }
+        assert_eq!(hint, self.hint, "hint counts the classes");
+    }
+}
