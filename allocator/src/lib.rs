@@ -149,5 +149,5 @@ pub use vk::gate::Guarded;
 pub mod layer_gate {
     pub use crate::vk::gate::{calling, creating, Exclusive, Shared};
 }
-pub use vk::instance::{is_validation_finding, use_loader};
+pub use vk::instance::{is_validation_finding, messenger_info, use_loader, Findings};
 pub use vk::region::Region;

@@ -12,8 +12,8 @@ use crate::vk::gate::{self, Guarded};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
-/// Messages of the validation layer (and other debug-utils messages).
-type Messages = Mutex<Vec<String>>;
+/// Where a messenger puts the validation layer's findings.
+pub type Findings = Mutex<Vec<String>>;
 
 /// Held while an instance or a device is created or destroyed: the layer gate,
 /// exclusive. The loader, too, keeps the devices of all instances in lists that
@@ -124,6 +124,34 @@ pub fn is_validation_finding(id_name: &[u8], message: &str) -> bool {
     !loader && !coverage
 }
 
+/// vkcopy's messenger: warnings and errors of every kind, and of them the
+/// findings ([`is_validation_finding`]), pushed onto `sink` as
+/// `[severity kind] message`.
+///
+/// # Safety
+/// `sink` outlives every messenger made from the info.
+unsafe fn messenger_into<'a>(sink: *const Findings) -> vk::DebugUtilsMessengerCreateInfoEXT<'a> {
+    vk::DebugUtilsMessengerCreateInfoEXT::default()
+        .message_severity(
+            vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+        )
+        .message_type(
+            vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE
+                | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
+        )
+        .pfn_user_callback(Some(debug_callback))
+        .user_data(sink as *mut c_void)
+}
+
+/// vkcopy's messenger for instances made beside vkcopy's own (a harness's
+/// of Halide's runtime), into a sink that lives for the process.
+pub fn messenger_info(sink: &'static Findings) -> vk::DebugUtilsMessengerCreateInfoEXT<'static> {
+    // SAFETY: the sink lives for the process.
+    unsafe { messenger_into(sink) }
+}
+
 unsafe extern "system" fn debug_callback(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
     kind: vk::DebugUtilsMessageTypeFlagsEXT,
@@ -134,9 +162,9 @@ unsafe extern "system" fn debug_callback(
         return vk::FALSE;
     }
     // SAFETY: the loader passes a valid callback-data struct for the duration of the
-    // call; `user` is the boxed Messages owned by the Instance, which outlives the
+    // call; `user` is the boxed Findings owned by the Instance, which outlives the
     // messenger.
-    let (data, sink) = unsafe { (&*data, &*(user as *const Messages)) };
+    let (data, sink) = unsafe { (&*data, &*(user as *const Findings)) };
     let id: &[u8] = if data.p_message_id_name.is_null() {
         b""
     } else {
@@ -170,7 +198,7 @@ pub(crate) struct Instance {
     pub(crate) layered: bool,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     /// Handed to the messenger as its user data; outlives it.
-    messages: Box<Messages>,
+    messages: Box<Findings>,
     /// Created here, so destroyed here; false for the caller's instance.
     owned: bool,
     /// The faults of the context this instance belongs to; told the messages
@@ -204,7 +232,7 @@ impl Instance {
                 c_name(&e.extension_name).as_bytes() == ash::ext::debug_utils::NAME.to_bytes()
             });
 
-        let messages: Box<Messages> = Box::default();
+        let messages: Box<Findings> = Box::default();
         let mut layer_names = Vec::new();
         let mut ext_names = Vec::new();
         if validation {
@@ -217,21 +245,10 @@ impl Instance {
         let enabled_features = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
         let mut validation_features =
             vk::ValidationFeaturesEXT::default().enabled_validation_features(&enabled_features);
-        let user_data = &*messages as *const Messages as *mut c_void;
-        let messenger_info = || {
-            vk::DebugUtilsMessengerCreateInfoEXT::default()
-                .message_severity(
-                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
-                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
-                )
-                .message_type(
-                    vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
-                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE
-                        | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
-                )
-                .pfn_user_callback(Some(debug_callback))
-                .user_data(user_data)
-        };
+        let sink: *const Findings = &*messages;
+        // SAFETY: the boxed sink is the instance's, which destroys its
+        // messengers before it drops the box.
+        let messenger_info = || unsafe { messenger_into(sink) };
         let mut instance_messenger = messenger_info();
         // The highest version vkcopy uses: kernels compiled for Vulkan 1.3
         // (Halide's `vk_v13`) run on devices that have it.
@@ -304,7 +321,7 @@ impl Instance {
         Guarded::new(&self.table, self.layered)
     }
 
-    /// Messages so far; with `clear`, also forgets them.
+    /// Findings so far; with `clear`, also forgets them.
     pub(crate) fn messages(&self, clear: bool) -> Vec<String> {
         self.messages
             .lock()

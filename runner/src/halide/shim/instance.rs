@@ -4,54 +4,13 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::state::{loader, real, seen};
-use crate::rt::{is_validation_finding, vk};
+use super::state::{loader, real, seen, FINDINGS};
+use crate::rt::vk;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
-/// Where the layer's messages go: the case's list.
-pub(super) unsafe extern "system" fn on_message(
-    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
-    _types: vk::DebugUtilsMessageTypeFlagsEXT,
-    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
-    _user: *mut c_void,
-) -> vk::Bool32 {
-    // SAFETY: the layer passes valid callback data for the call.
-    let Some(d) = (unsafe { data.as_ref() }) else {
-        return vk::FALSE;
-    };
-    let text = if d.p_message.is_null() {
-        String::new()
-    } else {
-        // SAFETY: a NUL-terminated message.
-        unsafe { CStr::from_ptr(d.p_message) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    let id: &[u8] = if d.p_message_id_name.is_null() {
-        b""
-    } else {
-        // SAFETY: a NUL-terminated name.
-        unsafe { CStr::from_ptr(d.p_message_id_name) }.to_bytes()
-    };
-    if is_validation_finding(id, &text) {
-        seen().messages.push(format!("{severity:?}: {text}"));
-    }
-    vk::FALSE
-}
-
-fn messenger_info<'a>() -> vk::DebugUtilsMessengerCreateInfoEXT<'a> {
-    vk::DebugUtilsMessengerCreateInfoEXT::default()
-        .message_severity(
-            vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
-                | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
-        )
-        .message_type(
-            vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
-                | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE
-                | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
-        )
-        .pfn_user_callback(Some(on_message))
+fn messenger_info() -> vk::DebugUtilsMessengerCreateInfoEXT<'static> {
+    vkcopy::messenger_info(&FINDINGS)
 }
 
 /// Halide's device, made with vkcopy's layer gate held exclusive, as vkcopy
@@ -153,9 +112,12 @@ pub(super) unsafe extern "system" fn create_instance(
     // structs chained in front; all outlive the call.
     let r = unsafe { create(&local, callbacks, out) };
     if r != vk::Result::SUCCESS {
-        seen().messages.push(format!(
-            "the validation layer could not be enabled on Halide's instance: {r:?}"
-        ));
+        FINDINGS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!(
+                "the validation layer could not be enabled on Halide's instance: {r:?}"
+            ));
         return r;
     }
     // SAFETY: written on success.

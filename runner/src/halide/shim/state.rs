@@ -9,6 +9,7 @@ use halide_ffi::vkcopy::CopyCountsFn;
 
 use crate::outcome::PlacementRecord;
 use crate::rt::{vk, DeviceType, MemoryTable, Role};
+use vkcopy::Findings;
 
 /// The real loader, opened once.
 pub(super) struct Loader {
@@ -104,16 +105,20 @@ pub(super) struct Seen {
     pub(super) flushes: u32,
     pub(super) invalidates: u32,
     pub(super) device_type: Option<DeviceType>,
-    /// The validation layer on Halide's next instances, its messages since the
-    /// case began, and the messenger of the live instance.
+    /// The validation layer on Halide's next instances (its findings go to
+    /// [`FINDINGS`]), and the messenger of the live instance.
     pub(super) validation: bool,
-    pub(super) messages: Vec<String>,
     pub(super) messenger: Option<(u64, vk::DebugUtilsMessengerEXT)>,
     /// Devices Halide made and has not destroyed (its context outlives cases).
     pub(super) devices: u64,
     /// The real memory types, read once.
     pub(super) real_types: Vec<crate::rt::MemoryType>,
 }
+
+/// Where the validation layer's findings on Halide's instances go: vkcopy's
+/// messenger, into a sink of its own, since the layer may call it from inside
+/// any Vulkan call, while the record above is locked.
+pub(super) static FINDINGS: Findings = Findings::new(Vec::new());
 
 pub(super) fn seen() -> MutexGuard<'static, Seen> {
     static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
@@ -140,6 +145,7 @@ pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<
     s.table = table.map(|t| (t.clone(), Vec::new()));
     s.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
     s.heap_taken = s.heap_used.clone();
+    FINDINGS.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
 /// Counts of what Halide holds now, and of the copies it made.
@@ -271,7 +277,7 @@ pub fn placements() -> Vec<PlacementRecord> {
 
 /// What the validation layer said about Halide since the case began.
 pub fn take_validation_messages() -> Vec<String> {
-    std::mem::take(&mut seen().messages)
+    std::mem::take(&mut *FINDINGS.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 pub fn take_findings() -> Vec<String> {
