@@ -28,9 +28,19 @@ pub unsafe extern "C" fn halide_buffer_copy(uc: Uc, src: Buf, dst_iface: Iface, 
         return code::BUFFER_ARGUMENT_IS_NULL;
     }
     // SAFETY: the caller's promise.
-    let result = unsafe { copy(uc, src, dst_iface, dst) };
+    unsafe { copy(uc, src, dst_iface, dst) }
+}
+
+/// How a copy that was tried ends, as the generic layer ends it: the dirty
+/// bits of a copy made, or the failure said. (The cases it refuses before
+/// trying, such as no host memory to copy to, return without a word: Halide's
+/// own test of that case asks for the code alone.)
+///
+/// # Safety
+/// As [`halide_buffer_copy`], neither null.
+unsafe fn finish(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf, result: c_int) -> c_int {
     if result == code::SUCCESS && src != dst {
-        // SAFETY: as above.
+        // SAFETY: the caller's promise.
         let d = unsafe { &mut *dst };
         d.flags &= !(HOST_DIRTY | DEVICE_DIRTY);
         d.flags |= if dst_iface.is_null() {
@@ -99,7 +109,8 @@ unsafe fn copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
         result = unsafe { device_copy(uc, dst_iface, src, dst_iface, dst) };
     }
     if result != code::INCOMPATIBLE_DEVICE_INTERFACE {
-        return result;
+        // SAFETY: as above.
+        return unsafe { finish(uc, src, dst_iface, dst, result) };
     }
     if !from_host_exists && !to_host_exists {
         return code::INCOMPATIBLE_DEVICE_INTERFACE;
@@ -107,9 +118,8 @@ unsafe fn copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
     let src_iface = s.device_interface;
     if !to_device && from_host_valid {
         // SAFETY: as above.
-        return unsafe { host_to_host(uc, src, dst) };
-    }
-    if !to_device && from_device_valid {
+        result = unsafe { host_to_host(uc, src, dst) };
+    } else if !to_device && from_device_valid {
         // SAFETY: as above.
         result = unsafe { device_copy(uc, src_iface, src, std::ptr::null(), dst) };
         if result == code::INCOMPATIBLE_DEVICE_INTERFACE {
@@ -139,7 +149,8 @@ unsafe fn copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
             result = unsafe { device_copy(uc, dst_iface, src, dst_iface, dst) };
         }
     }
-    result
+    // SAFETY: as above.
+    unsafe { finish(uc, src, dst_iface, dst, result) }
 }
 
 /// The intersection of the two boxes, host memory to host memory.
