@@ -30,7 +30,7 @@ pub enum Layer {
 
 impl Layer {
     /// The folders below `reports/expectations/` that hold layer files.
-    pub const FOLDERS: [&'static str; 3] = ["driver", "model", "device"];
+    pub const FOLDERS: [&'static str; 3] = crate::report::LAYER_FOLDERS;
 
     /// The layer's name, as reports print it.
     pub fn name(self) -> &'static str {

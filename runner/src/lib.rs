@@ -12,9 +12,7 @@
 pub mod archive;
 pub mod bench;
 pub(crate) mod case;
-pub mod chart;
 pub mod check;
-pub mod compare;
 pub mod discover;
 pub(crate) mod error;
 pub mod exec;
@@ -25,12 +23,9 @@ pub mod halide;
 pub mod hook;
 pub mod layers;
 pub(crate) mod names;
-pub mod outcome;
 pub mod plan;
-pub mod plot;
 pub mod progress;
 pub mod reference;
-pub mod report;
 pub(crate) mod requires;
 pub mod rt;
 pub mod runtime;
@@ -49,3 +44,4 @@ pub mod worker;
 
 pub use rt::expr;
 pub use steps::measure::SPEED_VAR;
+pub use vkcopy_results::{chart, compare, outcome, plot, report};

@@ -10,7 +10,7 @@ use crate::expectations::Expectations;
 use crate::layers::DeviceKeys;
 use crate::outcome::{Outcome, Status};
 use crate::plan::{self, CasePlan};
-use crate::report::meta::driver_version_name;
+use crate::report::driver_version_name;
 use crate::report::{CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
 use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
 use crate::runtime::Choice;
@@ -438,7 +438,11 @@ impl Suite {
     pub fn report(&self) -> Report {
         Report {
             schema_version: crate::report::SCHEMA_VERSION,
-            tool: ToolRecord::this(),
+            tool: ToolRecord {
+                name: env!("CARGO_PKG_NAME").into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                commit: env!("VKCOPY_COMMIT").into(),
+            },
             memory: self.device.as_ref().ok().map(|d| d.memory.clone()),
             validation: self.options.validation,
             selection: String::new(),

@@ -18,7 +18,11 @@ pub(crate) mod meta;
 pub mod read;
 pub mod schema;
 
-pub use meta::{MemoryRecord, ToolRecord};
+pub use meta::{driver_version_name, MemoryRecord, ToolRecord};
+
+/// The folders of `reports/expectations/` below `all.yaml`, one per layer
+/// (the suite's `layers`), as a report names an expectations file by them.
+pub const LAYER_FOLDERS: [&str; 3] = ["driver", "model", "device"];
 
 /// A file or folder name for a device: lower case letters, digits and '-'
 /// ("NVIDIA H200" is `nvidia-h200`).
@@ -221,7 +225,7 @@ impl Report {
             name
         };
         // Runs of other runtimes or policies on the device are told apart by name.
-        if self.policy != crate::rt::Policy::default().to_string() {
+        if self.policy != vkcopy::Policy::default().to_string() {
             name = format!("{name}-{}", device_slug(&self.policy));
         }
         folder::create_new(&dir.join(self.device_slug()), &name)

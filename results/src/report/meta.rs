@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rt::{heap_flags_name, property_flags_name, MemoryTable};
+use vkcopy::memory::table::{heap_flags_name, property_flags_name};
+use vkcopy::MemoryTable;
 
 /// The program that wrote a report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -14,17 +15,6 @@ pub struct ToolRecord {
     pub version: String,
     /// The git commit it was built from; empty when unknown.
     pub commit: String,
-}
-
-impl ToolRecord {
-    /// This program.
-    pub fn this() -> Self {
-        ToolRecord {
-            name: env!("CARGO_PKG_NAME").into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            commit: env!("VKCOPY_COMMIT").into(),
-        }
-    }
 }
 
 /// One memory heap.

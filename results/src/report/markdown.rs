@@ -20,7 +20,7 @@ fn tail(path: &str) -> &str {
     let mut cut = path.rsplitn(3, '/');
     let (name, layer) = (cut.next().unwrap_or(path), cut.next());
     match layer {
-        Some(l) if crate::layers::Layer::FOLDERS.contains(&l) => {
+        Some(l) if super::LAYER_FOLDERS.contains(&l) => {
             &path[path.len() - name.len() - l.len() - 1..]
         }
         _ => name,
