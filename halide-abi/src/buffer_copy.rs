@@ -10,10 +10,10 @@
 //! calls take theirs. Programs that Halide compiles JIT keep the generic one,
 //! which lives in the JIT's own runtime.
 
-use std::ffi::{c_int, CString};
+use std::ffi::c_int;
 
 use crate::buffer;
-use crate::error::Failure;
+use crate::error::{say, Failure};
 use crate::ffi::{self, code, Buf, Iface, Uc, DEVICE_DIRTY, HOST_DIRTY};
 
 /// `halide_buffer_copy`: copies `src` into `dst`'s box, on `dst_iface`'s
@@ -50,15 +50,12 @@ unsafe fn finish(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf, result: c_int) ->
         };
     }
     if result != code::SUCCESS {
-        report(uc, format!("halide_buffer_copy failed with error {result}"));
+        say(
+            uc,
+            &format!("halide_buffer_copy failed with error {result}"),
+        );
     }
     result
-}
-
-fn report(uc: Uc, message: String) {
-    let c = CString::new(message).unwrap_or_default();
-    // SAFETY: Halide's error function, given a NUL-terminated message.
-    unsafe { ffi::halide_error(uc, c.as_ptr()) };
 }
 
 /// The device interface's own `buffer_copy`.
@@ -79,9 +76,9 @@ unsafe fn copy(uc: Uc, src: Buf, dst_iface: Iface, dst: Buf) -> c_int {
     // SAFETY: the caller's promise; read afresh where a call may change it.
     let d = unsafe { &*dst };
     if !dst_iface.is_null() && !d.device_interface.is_null() && dst_iface != d.device_interface {
-        report(
+        say(
             uc,
-            "halide_buffer_copy does not support switching device interfaces".into(),
+            "halide_buffer_copy does not support switching device interfaces",
         );
         return code::INCOMPATIBLE_DEVICE_INTERFACE;
     }
@@ -188,7 +185,7 @@ unsafe fn host_to_host(uc: Uc, src: Buf, dst: Buf) -> c_int {
     match run() {
         Ok(()) => code::SUCCESS,
         Err(f) => {
-            report(uc, format!("halide_buffer_copy: {}", f.message));
+            say(uc, &format!("halide_buffer_copy: {}", f.message));
             f.code
         }
     }

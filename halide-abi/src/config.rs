@@ -72,6 +72,18 @@ pub(crate) fn names(list: &str) -> impl Iterator<Item = &str> {
         .filter(|s| !s.is_empty())
 }
 
+/// vkcopy's variables a host cannot set here, and why.
+pub(crate) const NOT_SET_HERE: [(&str, &str); 2] = [
+    (
+        "VKCOPY_VALIDATION",
+        "the library puts the validation layer on as Halide's runtime does, by HL_VK_LAYERS (halide_vulkan_set_layer_names)",
+    ),
+    (
+        "VKCOPY_FAULTS",
+        "read from the process's environment when a context is made",
+    ),
+];
+
 /// vkcopy's settings a host gave (`vkcopy_halide_set_setting`), over the
 /// environment's, read when a context is made.
 static VKCOPY: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
@@ -81,6 +93,13 @@ static VKCOPY: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 pub(crate) fn set_vkcopy(name: &str, value: Option<&str>) -> Result<(), String> {
     if !vkcopy::ENVIRONMENT.iter().any(|(n, _)| *n == name) {
         return Err(format!("{name}: not one of vkcopy's settings"));
+    }
+    if let Some(why) = NOT_SET_HERE
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, w)| w)
+    {
+        return Err(format!("{name}: {why}"));
     }
     let mut all = VKCOPY.lock().unwrap_or_else(|p| p.into_inner());
     let all = all.get_or_insert_with(HashMap::new);

@@ -2,7 +2,7 @@
 //! (which applications replace), a panic becomes an error, and under the
 //! validation layer a message of the layer fails the call that caused it.
 
-use std::ffi::{c_int, CString};
+use std::ffi::c_int;
 
 use crate::context;
 use crate::error::Failure;
@@ -26,10 +26,7 @@ pub(crate) fn entry(uc: ffi::Uc, name: &str, body: impl FnOnce() -> Result<(), F
     match out {
         Ok(()) => ffi::code::SUCCESS,
         Err(f) => {
-            let msg = format!("{name}: {}", f.message).replace('\0', " ");
-            let c = CString::new(msg).unwrap_or_default();
-            // SAFETY: Halide's error function, given a NUL-terminated message.
-            unsafe { ffi::halide_error(uc, c.as_ptr()) };
+            crate::error::say(uc, &format!("{name}: {}", f.message));
             f.code
         }
     }

@@ -31,3 +31,10 @@ impl Failure {
         Failure::new(code, e.to_string())
     }
 }
+
+/// Says `message` to Halide's error handler.
+pub(crate) fn say(uc: ffi::Uc, message: &str) {
+    let c = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: Halide's error function, given a NUL-terminated message.
+    unsafe { ffi::halide_error(uc, c.as_ptr()) };
+}

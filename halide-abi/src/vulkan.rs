@@ -237,8 +237,9 @@ pub unsafe extern "C" fn vkcopy_halide_copy_counts(out: *mut u64) {
 /// Beyond Halide's ABI: sets one of vkcopy's variables (`VKCOPY_POLICY`,
 /// `VKCOPY_MAPPED_UPLOAD` ...; see vkcopy's `ENVIRONMENT`) for contexts made
 /// from now on, in place of the environment's; a null `value` goes back to
-/// it. Returns 0, or `halide_error_code_generic_error` for a name vkcopy does
-/// not read. A value is checked when the context is made.
+/// it. Returns 0, or `halide_error_code_generic_error`, said to
+/// `halide_error`, for a name vkcopy does not read here or text that is not
+/// UTF-8. A value is checked when the context is made.
 ///
 /// # Safety
 /// `name` is a NUL-terminated string; `value` is null or one.
@@ -247,17 +248,32 @@ pub unsafe extern "C" fn vkcopy_halide_set_setting(
     name: *const c_char,
     value: *const c_char,
 ) -> c_int {
-    entry(std::ptr::null_mut(), "vkcopy_halide_set_setting", || {
-        if name.is_null() {
-            return Err(Failure::new(code::GENERIC_ERROR, "no name".into()));
+    // Not through `entry`: nothing here touches Vulkan, so a live context's
+    // validation findings are left for the call that caused them.
+    let text = |p: *const c_char, what: &str| -> Result<Option<&str>, String> {
+        if p.is_null() {
+            return Ok(None);
         }
-        // SAFETY: the caller's promise.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        // SAFETY: as above.
-        let value = (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy());
-        config::set_vkcopy(&name, value.as_deref())
-            .map_err(|m| Failure::new(code::GENERIC_ERROR, m))
-    })
+        // SAFETY: the caller's promise: a NUL-terminated string.
+        let c = unsafe { CStr::from_ptr(p) };
+        c.to_str()
+            .map(Some)
+            .map_err(|_| format!("the {what} is not UTF-8"))
+    };
+    let set = || -> Result<(), String> {
+        let name = text(name, "name")?.ok_or("no name")?;
+        config::set_vkcopy(name, text(value, "value")?)
+    };
+    match set() {
+        Ok(()) => code::SUCCESS,
+        Err(m) => {
+            crate::error::say(
+                std::ptr::null_mut(),
+                &format!("vkcopy_halide_set_setting: {m}"),
+            );
+            code::GENERIC_ERROR
+        }
+    }
 }
 
 // The exports have the types `halide-ffi` declares for their callers.

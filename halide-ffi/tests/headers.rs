@@ -1,7 +1,11 @@
 //! The declarations of `halide-ffi` against Halide's own header: a C++
 //! program built against each wheel's `HalideRuntime.h` that
-//! `scripts/halide-runtime.sh` fetched prints every size and offset, and the
-//! header's error codes are read off its text. Needs a wheel under
+//! `scripts/halide-runtime.sh` fetched prints the sizes and every field's
+//! offset of `halide_type_t`, `halide_dimension_t`, `halide_buffer_t` and
+//! `halide_device_interface_t`, and the flags; the header's error codes are
+//! read off its text. (The header does not define the `impl` table, nor the
+//! allocation pool's layout, which `device_interface.h` of Halide's sources
+//! does; vkcopy's own exports are checked where the library defines them.) Needs a wheel under
 //! `target/halide/venv-*`; in CI (`CI` set) its absence fails.
 
 use std::mem::{offset_of, size_of};
@@ -58,18 +62,35 @@ fn ours() -> Vec<String> {
         format!("buf.dim {}", offset_of!(HalideBuffer, dim)),
         format!("buf.padding {}", offset_of!(HalideBuffer, padding)),
         format!("iface.size {}", size_of::<DeviceInterface>()),
-        format!(
-            "iface.buffer_copy {}",
-            offset_of!(DeviceInterface, buffer_copy)
-        ),
-        format!(
-            "iface.wrap_native {}",
-            offset_of!(DeviceInterface, wrap_native)
-        ),
         format!("iface.impl {}", offset_of!(DeviceInterface, imp)),
         format!("flag.host_dirty {}", halide_ffi::HOST_DIRTY),
         format!("flag.device_dirty {}", halide_ffi::DEVICE_DIRTY),
     ];
+    macro_rules! fields {
+        ($($f:ident),+) => {
+            $(v.push(format!(
+                concat!("iface.", stringify!($f), " {}"),
+                offset_of!(DeviceInterface, $f)
+            ));)+
+        };
+    }
+    fields!(
+        device_malloc,
+        device_free,
+        device_sync,
+        device_release,
+        copy_to_host,
+        copy_to_device,
+        device_and_host_malloc,
+        device_and_host_free,
+        buffer_copy,
+        device_crop,
+        device_slice,
+        device_release_crop,
+        wrap_native,
+        detach_native,
+        compute_capability
+    );
     v.sort();
     v
 }
@@ -96,8 +117,21 @@ int main() {
     P("buf.dim", offsetof(halide_buffer_t, dim));
     P("buf.padding", offsetof(halide_buffer_t, padding));
     P("iface.size", sizeof(halide_device_interface_t));
+    P("iface.device_malloc", offsetof(halide_device_interface_t, device_malloc));
+    P("iface.device_free", offsetof(halide_device_interface_t, device_free));
+    P("iface.device_sync", offsetof(halide_device_interface_t, device_sync));
+    P("iface.device_release", offsetof(halide_device_interface_t, device_release));
+    P("iface.copy_to_host", offsetof(halide_device_interface_t, copy_to_host));
+    P("iface.copy_to_device", offsetof(halide_device_interface_t, copy_to_device));
+    P("iface.device_and_host_malloc", offsetof(halide_device_interface_t, device_and_host_malloc));
+    P("iface.device_and_host_free", offsetof(halide_device_interface_t, device_and_host_free));
     P("iface.buffer_copy", offsetof(halide_device_interface_t, buffer_copy));
+    P("iface.device_crop", offsetof(halide_device_interface_t, device_crop));
+    P("iface.device_slice", offsetof(halide_device_interface_t, device_slice));
+    P("iface.device_release_crop", offsetof(halide_device_interface_t, device_release_crop));
     P("iface.wrap_native", offsetof(halide_device_interface_t, wrap_native));
+    P("iface.detach_native", offsetof(halide_device_interface_t, detach_native));
+    P("iface.compute_capability", offsetof(halide_device_interface_t, compute_capability));
     P("iface.impl", offsetof(halide_device_interface_t, impl));
     P("flag.host_dirty", halide_buffer_flag_host_dirty);
     P("flag.device_dirty", halide_buffer_flag_device_dirty);

@@ -429,7 +429,13 @@ impl ContextOptions {
         match device {
             DeviceSelector::Default => {}
             DeviceSelector::Index(i) => out.push(("VKCOPY_DEVICE", i.to_string())),
-            DeviceSelector::Name(n) => out.push(("VKCOPY_DEVICE", n.clone())),
+            DeviceSelector::Name(n) => {
+                // Read back, digits are an index and spaces are trimmed.
+                if n.trim().is_empty() || n.trim() != n || n.parse::<usize>().is_ok() {
+                    return Err(format!("a device name {n:?}, which reads back otherwise"));
+                }
+                out.push(("VKCOPY_DEVICE", n.clone()));
+            }
             DeviceSelector::Type(_) => return Err("a device chosen by type".into()),
         }
         if *policy != plain.policy {
@@ -467,9 +473,15 @@ impl ContextOptions {
                 .map(|(n, v, _)| (n, v.to_owned())),
         );
         if *timeout != plain.timeout {
+            if timeout.subsec_nanos() % 1_000_000 != 0 {
+                return Err(format!("a timeout of {timeout:?}, not whole milliseconds"));
+            }
             out.push(("VKCOPY_TIMEOUT_MS", timeout.as_millis().to_string()));
         }
         if *spin != plain.spin {
+            if spin.subsec_nanos() % 1_000 != 0 {
+                return Err(format!("a spin of {spin:?}, not whole microseconds"));
+            }
             out.push(("VKCOPY_SPIN_US", spin.as_micros().to_string()));
         }
         if *alloc_config != plain.alloc_config {
@@ -541,6 +553,22 @@ mod tests {
         assert_eq!(
             odd.settings().unwrap_err(),
             "a minimum block size of 1000 bytes, not whole MiB"
+        );
+        let digits = ContextOptions {
+            device: DeviceSelector::Name("0".into()),
+            ..ContextOptions::default()
+        };
+        assert!(digits
+            .settings()
+            .unwrap_err()
+            .contains("reads back otherwise"));
+        let short = ContextOptions {
+            timeout: Duration::from_micros(500),
+            ..ContextOptions::default()
+        };
+        assert_eq!(
+            short.settings().unwrap_err(),
+            "a timeout of 500µs, not whole milliseconds"
         );
     }
 }

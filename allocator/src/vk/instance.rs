@@ -162,8 +162,8 @@ unsafe extern "system" fn debug_callback(
         return vk::FALSE;
     }
     // SAFETY: the loader passes a valid callback-data struct for the duration of the
-    // call; `user` is the boxed Findings owned by the Instance, which outlives the
-    // messenger.
+    // call; `user` is the `Findings` the messenger was made with, which outlives
+    // it (`messenger_into`'s contract).
     let (data, sink) = unsafe { (&*data, &*(user as *const Findings)) };
     let id: &[u8] = if data.p_message_id_name.is_null() {
         b""

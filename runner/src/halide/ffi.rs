@@ -253,12 +253,14 @@ pub fn library(path: &Path) -> Result<&'static Library, String> {
 }
 
 /// A symbol of vkcopy's library beyond Halide's ABI, if `lib` exports it.
-/// `F` is the type `halide_ffi::vkcopy` declares for `name`, which the
-/// library's own definitions are checked against.
-fn optional<F: Copy>(lib: &libloading::Library, name: &str) -> Option<F> {
+///
+/// # Safety
+/// `F` is the type `halide_ffi::vkcopy` declares for `name` (vkcopy's library
+/// defines the symbol with it; halide-abi checks that), and the value is used
+/// only while `lib` stays loaded.
+unsafe fn optional<F: Copy>(lib: &libloading::Library, name: &str) -> Option<F> {
     let name = CString::new(name).ok()?;
-    // SAFETY: `F` is the type halide-ffi declares for `name`; vkcopy's
-    // library defines the symbol with that type (halide-abi checks it).
+    // SAFETY: the caller's promise.
     unsafe { lib.get::<F>(name.as_bytes_with_nul()) }
         .ok()
         .map(|f| *f)
@@ -298,9 +300,13 @@ fn load(path: &Path) -> Result<Library, String> {
         set_error_handler: sym!("halide_set_error_handler"),
         set_custom_print: sym!("halide_set_custom_print"),
         set_get_library_symbol: sym!("halide_set_custom_get_library_symbol"),
-        copy_counts: optional(&lib, COPY_COUNTS_SYMBOL),
-        placements: optional(&lib, PLACEMENTS_SYMBOL),
-        set_setting: optional(&lib, SET_SETTING_SYMBOL),
+        // SAFETY: each with the type halide-ffi declares for its name; the
+        // library is kept in `_lib` for as long as the pointers are.
+        copy_counts: unsafe { optional(&lib, COPY_COUNTS_SYMBOL) },
+        // SAFETY: as above.
+        placements: unsafe { optional(&lib, PLACEMENTS_SYMBOL) },
+        // SAFETY: as above.
+        set_setting: unsafe { optional(&lib, SET_SETTING_SYMBOL) },
         path: shown,
         _lib: lib,
     };

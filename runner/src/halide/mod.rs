@@ -9,9 +9,11 @@
 //!
 //! It is a [`crate::runtime::Runtime`] (`runtime.rs`): the steps' meanings are
 //! the suite's, and a case that needs what only vkcopy has (async copies,
-//! timed copies, vkcopy's policies, its own counters...) is skipped with the
-//! capability named. Memory placements, leak counts and recorded tables reach
-//! Halide through its Vulkan entry points (`shim.rs`).
+//! timed copies, its own counters...) is skipped with the capability named.
+//! vkcopy's library of the ABI takes vkcopy's settings too
+//! (`vkcopy_halide_set_setting`), so it runs the cases that choose a policy,
+//! mapped copies or the small-copy queue. Memory placements, leak counts and
+//! recorded tables reach Halide through its Vulkan entry points (`shim/`).
 
 pub(crate) mod bench;
 pub(crate) mod ffi;
@@ -127,7 +129,9 @@ fn library_settings(options: &ContextOptions) -> Result<Vec<(&'static str, Strin
     Ok(crate::rt::ENVIRONMENT
         .iter()
         .map(|(name, _)| *name)
-        .filter(|name| *name != "VKCOPY_FAULTS")
+        // The library takes the layer through the shim, as Halide's runtime
+        // does, and faults from the process's environment.
+        .filter(|name| !["VKCOPY_VALIDATION", "VKCOPY_FAULTS"].contains(name))
         .map(|name| {
             let value = set.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
             (name, value.unwrap_or_default())
