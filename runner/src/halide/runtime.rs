@@ -122,7 +122,7 @@ impl Slot {
 pub const CAPABILITIES: &[Capability] = &[Capability::SumKernel];
 
 /// What a library that takes vkcopy's settings has beyond the primitives
-/// (vkcopy's library, [`super::ffi::Library::takes_settings`]): vkcopy's
+/// (vkcopy's library, `ffi::Library::takes_settings`): vkcopy's
 /// policies and routes, which its settings choose.
 pub const WITH_SETTINGS: &[Capability] = &[
     Capability::SumKernel,
