@@ -42,6 +42,11 @@ pub fn unsupported(plan: &CasePlan, runtime: &Choice) -> Option<String> {
     let (need, at) = needs(plan)?;
     (!capabilities(runtime).contains(&need)).then(|| match runtime {
         Choice::Vkcopy => format!("needs {}{at}, which vkcopy lacks", need.about()),
+        // No runtime to ask: the case checks vkcopy's own policy function.
+        Choice::Halide(_) if need == Capability::SelectionPolicies => format!(
+            "needs {}: it checks vkcopy's policy function on a recorded table, with no runtime under test",
+            need.about()
+        ),
         Choice::Halide(_) => format!(
             "needs {}{at}: Halide's ABI has no entry point for it",
             need.about()
