@@ -118,9 +118,19 @@ class Build:
         tools = os.path.join(a.wheel, "share", "tools")
         lib = os.path.join(a.wheel, "lib64")
         obj = os.path.join(self.dir, "generator.o")
+        source = self.source
+        if self.settings.get("patch"):
+            # A variant of an app: its generator patched, in its build folder;
+            # its own folder stays on the include path.
+            source = os.path.join(self.dir, os.path.basename(self.source))
+            err = sh(["patch", "-s", "-o", source, self.source, os.path.abspath(self.settings["patch"])], source)
+            if err:
+                self.error = f"{self.settings['patch']} does not apply: {err}"
+                return self
         err = sh(["c++", "-std=c++17", "-fno-rtti", "-O1", "-w", "-I", inc, "-I", tools,
+                  "-I", os.path.dirname(self.source),
                   "-I", os.path.join(a.src, "tools"), "-I", os.path.join(a.src, "apps", "support"),
-                  "-c", self.source, "-o", obj], obj)
+                  "-c", source, "-o", obj], obj)
         if err:
             self.error = f"generator does not compile: {err}"
             return self
@@ -132,7 +142,7 @@ class Build:
             self.error = f"generator does not link: {err}"
             return self
         name = self.settings.get("generator") or re.search(
-            r"HALIDE_REGISTER_GENERATOR\(\s*\w+\s*,\s*(\w+)", open(self.source).read()).group(1)
+            r"HALIDE_REGISTER_GENERATOR\(\s*\w+\s*,\s*(\w+)", open(source).read()).group(1)
         for folder, target, fn in ((self.gpu, self.a.target, self.app), (self.cpu, self.a.cpu_target, self.app + "_cpu")):
             os.makedirs(folder, exist_ok=True)
             lib_a = os.path.join(folder, fn + ".a")
@@ -364,6 +374,10 @@ def main():
         available = {x: None for x in sorted(os.listdir(a.out)) if os.path.isfile(os.path.join(a.out, x, "cpu", "run"))}
     else:
         available = gpu_apps(a.src)
+        # Variants: another app's generator with a patch (`app:` and `patch:`).
+        for name, setting in per_app.items():
+            if (setting or {}).get("app") in available:
+                available[name] = available[setting["app"]]
     unknown = [x for x in list(a.apps) + list(per_app) if x not in available]
     if unknown:
         sys.exit(f"no app with a GPU schedule named {', '.join(unknown)} in {a.src or a.out}")
