@@ -27,7 +27,7 @@ steps:
     assert_eq!(out.status, Status::Fail, "{}", out.message);
     assert!(
         out.message.contains(
-            "expect g: 15 of 256 elements differ from 'x + 16*y', all within the box \
+            "expect: g: 15 of 256 elements differ from 'x + 16*y', all within the box \
              min [4, 2] extent [3, 5]; first: [4, 2]: expected 36, got 0;"
         ),
         "{}",

@@ -322,6 +322,31 @@ fn plot_draws_the_measured_copies_of_reports() {
     }
     let png = std::fs::read(dir.path().join("t.png")).unwrap();
     assert_eq!(&png[1..4], b"PNG");
+    // A run that measured nothing is named, not dropped without a word.
+    let mut none: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("results.json")).unwrap()).unwrap();
+    for case in none["cases"].as_array_mut().unwrap() {
+        case["measurements"] = serde_json::json!([]);
+    }
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, none.to_string()).unwrap();
+    let run = suite()
+        .arg("plot")
+        .arg(&empty)
+        .arg(folder.join("results.json"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "warning: {}: no measured copies to draw",
+            empty.display()
+        )),
+        "{stderr}"
+    );
     let bad = suite()
         .args(["plot", "no/such.json", "--out"])
         .arg(&out)

@@ -91,7 +91,7 @@ fn the_seeds_readback_lands_in_vram_under_halide_and_not_under_vkcopy() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("runtime: Halide 21.0.0"), "{text}");
     assert!(
-        text.contains("seed.yaml:13:5: expect_memory: expect_memory: readback landed in type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0), expected type 3"),
+        text.contains("seed.yaml:13:5: expect_memory: readback landed in type 4: DEVICE_LOCAL|HOST_VISIBLE|HOST_COHERENT (heap 0), expected type 3"),
         "{text}"
     );
 }
@@ -132,7 +132,7 @@ steps:
     let (code, text) = run_with("sim", yaml, &halide, false, &[]);
     assert_eq!(code, Some(1), "{text}");
     assert!(
-        text.contains("sim.yaml:12:5: expect_memory: expect_memory: readback landed in type 0"),
+        text.contains("sim.yaml:12:5: expect_memory: readback landed in type 0"),
         "{text}"
     );
     // A policy of vkcopy's cannot reach Halide: refused, not dropped.

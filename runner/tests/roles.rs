@@ -199,10 +199,10 @@ steps:
     );
     fails(
         "{ role: device, lacks: [HOST_VISIBLE] }",
-        &["which has HOST_VISIBLE (lacks: HOST_VISIBLE)"],
+        &["which has HOST_VISIBLE (the case asks for lacks: HOST_VISIBLE)"],
     );
     fails(
         "{ role: device, has: [HOST_CACHED] }",
-        &["which lacks HOST_CACHED (has: HOST_CACHED)"],
+        &["which lacks HOST_CACHED (the case asks for has: HOST_CACHED)"],
     );
 }

@@ -42,7 +42,14 @@ pub fn plot(args: &PlotArgs) -> ExitCode {
         };
         // A results.json or a run's folder (of shards), as diff takes them.
         match read::load_one(path.as_ref()) {
-            Ok(report) => bars.extend(vkcopy_suite::plot::bars_from_report(&report, &label)),
+            Ok(report) => {
+                let some = vkcopy_suite::plot::bars_from_report(&report, &label);
+                if some.is_empty() {
+                    // Left out of the chart, but never without a word.
+                    eprintln!("warning: {path}: no measured copies to draw (no perf case ran)");
+                }
+                bars.extend(some);
+            }
             Err(e) => return fail(e),
         }
     }

@@ -313,8 +313,7 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
         }
         Op::ExpectCounters(want) => {
             // A counter without a meaning on this runtime is left out.
-            counters_as_expected("expect_counters", want, |name| rt.counter(name))
-                .map_err(StepError::Check)
+            counters_as_expected(want, |name| rt.counter(name)).map_err(StepError::Check)
         }
         Op::ExpectConcurrent(want) => {
             let s = own_state(rt, Capability::WorkInFlight)?;
@@ -326,7 +325,7 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
                 return Ok(());
             }
             Err(StepError::Check(format!(
-                "expect_concurrent: at most {got} piece(s) of work in flight at once \
+                "at most {got} piece(s) of work in flight at once \
                  (of {} so far; no async copy ran while a step worked), expected {want}",
                 work.created()
             )))
@@ -453,7 +452,6 @@ impl JsonSchema for Counters {
 /// `expect_counters`: each wanted counter against `got(name)`; a counter for
 /// which `got` has no value (None) is left out, on a runtime where it has no meaning.
 pub fn counters_as_expected(
-    label: &str,
     want: &[(String, CounterWant)],
     got: impl Fn(&str) -> Option<u64>,
 ) -> Result<(), String> {
@@ -467,7 +465,7 @@ pub fn counters_as_expected(
     if wrong.is_empty() {
         return Ok(());
     }
-    Err(format!("{label}: {}", wrong.join(", ")))
+    Err(wrong.join(", "))
 }
 
 /// `expect_flags`: `got` (host_dirty, device_dirty, has_device) against what
@@ -486,7 +484,7 @@ pub fn flags_as_expected(
     if wrong.is_empty() {
         return Ok(());
     }
-    Err(format!("expect_flags {name}: {}", wrong.join(", ")))
+    Err(format!("{name}: {}", wrong.join(", ")))
 }
 
 /// Checks the host values of `whole` (within `region`, clipped to it) against `value`.
@@ -506,7 +504,7 @@ pub fn expect_in(
                 let b = m.saturating_add(e).min(d.min + d.extent);
                 if b <= a {
                     return Err(StepError::Check(format!(
-                        "expect {}: the box [{m}, {}) does not meet the buffer's [{}, {}) in a dimension",
+                        "{}: the box [{m}, {}) does not meet the buffer's [{}, {}) in a dimension",
                         whole.name(),
                         m.saturating_add(e),
                         d.min,
@@ -544,7 +542,7 @@ pub fn expect_in(
         }
     }
     Err(StepError::Check(format!(
-        "expect {}: {} of {} elements differ from '{value}', all within the box min {min:?} extent {extent:?}; first: {}",
+        "{}: {} of {} elements differ from '{value}', all within the box min {min:?} extent {extent:?}; first: {}",
         b.name(),
         cmp.mismatches.saturating_mul(repeats),
         b.len(),
@@ -602,26 +600,26 @@ fn expect_memory<'a>(
         .iter()
         .rev()
         .find(|p| role_answers(role, &p.role))
-        .ok_or_else(|| format!("expect_memory: no {role} allocation was made"))?;
+        .ok_or_else(|| format!("no {role} allocation was made"))?;
     let landed = rt.describe_type(p.memory_type);
     if let Some(types) = want.types.filter(|t| !t.contains(&p.memory_type)) {
         let expected: Vec<String> = types.iter().map(|t| rt.describe_type(*t)).collect();
         return Err(StepError::Check(format!(
-            "expect_memory: {role} landed in {landed}, expected {} ({})",
+            "{role} landed in {landed}, expected {} ({})",
             expected.join(" or "),
             rt.chooser()
         )));
     }
     if let Some(f) = want.fallbacks.filter(|f| *f != p.fallbacks) {
         return Err(StepError::Check(format!(
-            "expect_memory: {role} landed in {landed} after {} fallback(s), expected {f}",
+            "{role} landed in {landed} after {} fallback(s), expected {f}",
             p.fallbacks
         )));
     }
     if let Some((flags, names)) = want.flags {
         if property_flags_name(*flags) != p.flags {
             return Err(StepError::Check(format!(
-                "expect_memory: {role} landed in {landed}, expected flags {names}"
+                "{role} landed in {landed}, expected flags {names}"
             )));
         }
     }
@@ -633,7 +631,7 @@ fn expect_memory<'a>(
     if let Some((has, names)) = want.has {
         if !got.contains(*has) {
             return Err(StepError::Check(format!(
-                "expect_memory: {role} landed in {landed}, which lacks {} (has: {names})",
+                "{role} landed in {landed}, which lacks {} (the case asks for has: {names})",
                 property_flags_name(*has & !got)
             )));
         }
@@ -641,7 +639,7 @@ fn expect_memory<'a>(
     if let Some((lacks, names)) = want.lacks {
         if got.intersects(*lacks) {
             return Err(StepError::Check(format!(
-                "expect_memory: {role} landed in {landed}, which has {} (lacks: {names})",
+                "{role} landed in {landed}, which has {} (the case asks for lacks: {names})",
                 property_flags_name(*lacks & got)
             )));
         }
