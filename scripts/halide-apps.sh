@@ -16,27 +16,15 @@
 # built is reused. The last line counts the verdicts as expected and not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-vulkan.sh
 version=19.0.0
-src=$(scripts/halide-sources.sh "$version")
-scripts/halide-runtime.sh "$version" >/dev/null
+source scripts/halide-common.sh
 scripts/halide-runtime.sh "$version-fixed" >/dev/null
 scripts/halide-runtime.sh "$version-repaired" >/dev/null
 jit=$(scripts/halide-runtime.sh vkcopy-jit)
 root="$PWD/target/halide"
-venv="$root/venv-$version"
-wheel=$("$venv/bin/python" -c 'import halide, os; print(os.path.dirname(halide.__file__))')
-"$venv/bin/python" -c 'import yaml' 2>/dev/null || "$venv/bin/pip" install -q --disable-pip-version-check pyyaml
 # vkcopy's library with 19.0.0's generic runtime, under the name the apps link.
 mkdir -p "$root/vkcopy-19.0.0"
 ln -sf "$jit" "$root/vkcopy-19.0.0/libhalide_runtime_vulkan.so"
-args=()
-for a in "$@"; do
-  case "$a" in
-    --table) args+=(--table cases/halide/README.md) ;;
-    *) args+=("$a") ;;
-  esac
-done
 exec "$venv/bin/python" scripts/halide_apps.py --src "$src" --wheel "$wheel" \
   --out "$root/apps-$version" --settings halide-abi/apps/apps.yaml \
   --expectations "reports/halide-apps/$version.yaml" \

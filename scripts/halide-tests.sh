@@ -15,13 +15,8 @@
 # reused. The last line counts the verdicts as expected and not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/ensure-vulkan.sh
 version=19.0.0
-src=$(scripts/halide-sources.sh "$version")
-scripts/halide-runtime.sh "$version" >/dev/null
-venv="$PWD/target/halide/venv-$version"
-wheel=$("$venv/bin/python" -c 'import halide, os; print(os.path.dirname(halide.__file__))')
-"$venv/bin/python" -c 'import yaml' 2>/dev/null || "$venv/bin/pip" install -q --disable-pip-version-check pyyaml
+source scripts/halide-common.sh
 fixed=$(scripts/halide-runtime-module.sh "$version" "$version-fixed" "scripts/patches/halide-$version-readback-fix.patch")
 # 19.0.0 with the repairs that prove the causes named in the expectations.
 repaired=$(scripts/halide-runtime-module.sh "$version" "$version-repaired" \
@@ -29,13 +24,6 @@ repaired=$(scripts/halide-runtime-module.sh "$version" "$version-repaired" \
 bridge=$(scripts/halide-runtime-module.sh "$version" vkcopy-jit halide-abi/jit/vulkan_bridge.cpp)
 VKCOPY_HALIDE_JIT_LIBRARY=$(scripts/halide-runtime.sh vkcopy-jit)
 export VKCOPY_HALIDE_JIT_LIBRARY
-args=()
-for a in "$@"; do
-  case "$a" in
-    --table) args+=(--table cases/halide/README.md) ;;
-    *) args+=("$a") ;;
-  esac
-done
 exec "$venv/bin/python" scripts/halide_tests.py --src "$src" --wheel "$wheel" \
   --out "target/halide/tests-$version" --cases cases \
   --expectations "reports/halide-tests/$version.yaml" \
