@@ -111,6 +111,7 @@ mod buffer;
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
+pub mod floor;
 pub mod memory;
 mod profile;
 mod runtime;

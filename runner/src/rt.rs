@@ -1,6 +1,7 @@
 //! What the suite uses of the runtime crates, in one place, so that a change of
 //! their module paths is an edit of this file only.
 
+pub use vkcopy::floor;
 pub use vkcopy::memory::policy::{MemoryCaching, MemoryUsage, MemoryVisibility};
 pub use vkcopy::memory::table::{
     backing_types, heap_flags_name, parse_property_flag, property_flags_name, MemoryType,

@@ -406,11 +406,39 @@ fn bench_writes_json_in_the_cuda_reference_shape() {
         );
         let gbps = r.bytes as f64 / r.best_seconds / 1e9;
         assert!((r.best_gbps - gbps).abs() <= 1e-9 * gbps, "{r:?}");
+        // The driver's floor under each copy but round trips, on every family,
+        // the same for both kinds of host memory (timed once per path and size).
+        if r.path == "round_trip" {
+            assert!(r.floor.is_empty(), "{r:?}");
+            continue;
+        }
+        assert!(!r.floor.is_empty(), "{r:?}");
+        for f in &r.floor {
+            assert!(
+                0.0 < f.best_seconds && f.best_seconds <= f.median_seconds,
+                "{f:?}"
+            );
+        }
+        let over = r.best_seconds / r.best_floor().unwrap().best_seconds;
+        assert_eq!(r.over_floor(), Some(over));
+        let twin = doc
+            .results
+            .iter()
+            .find(|o| o.path == r.path && o.bytes == r.bytes && o.host_memory != r.host_memory);
+        if let Some(twin) = twin {
+            assert_eq!(twin.floor, r.floor);
+        }
     }
-    // The raw JSON has every field of the CUDA reference's results, nulls included.
+    // The raw JSON has every field of the CUDA reference's results, nulls
+    // included, and vkcopy's floor beside them.
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["results"][0].as_object().unwrap().len(), 10);
+    assert_eq!(v["results"][0].as_object().unwrap().len(), 11);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("floor us") && stdout.contains("/floor"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -430,17 +458,20 @@ fn bench_compare_prints_the_side_by_side_table() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(
-        lines.contains(&"| path | host memory | size | vkcopy | CUDA | CUDA pageable | ratio |"),
+        lines.contains(
+            &"| path | host memory | size | vkcopy | CUDA | CUDA pageable | ratio | floor | /floor |"
+        ),
         "{stdout}"
     );
     // The fixtures' best times: ratio = CUDA's time over vkcopy's.
     for row in [
-        "| readback | aligned | 4 KiB | 0.10 GB/s | 0.23 GB/s | - | 0.45 |",
-        "| readback | aligned | 1 MiB | 13.11 GB/s | 26.21 GB/s | 10.49 GB/s | 0.50 |",
-        "| upload | aligned | 4 KiB | 0.14 GB/s | - | - | - |",
-        "| upload | aligned | 1 MiB | 26.21 GB/s | 20.97 GB/s | 5.24 GB/s | 1.25 |",
-        "| device_to_device | device | 1 MiB | 52.43 GB/s | 104.86 GB/s | - | 0.50 |",
-        "| round_trip | aligned | 4 KiB | 45.0 us | 30.0 us | - | 0.67 |",
+        "| readback | aligned | 4 KiB | 0.10 GB/s | 0.23 GB/s | - | 0.45 | - | - |",
+        "| readback | aligned | 1 MiB | 13.11 GB/s | 26.21 GB/s | 10.49 GB/s | 0.50 | - | - |",
+        "| upload | aligned | 4 KiB | 0.14 GB/s | - | - | - | - | - |",
+        "| upload | aligned | 1 MiB | 26.21 GB/s | 20.97 GB/s | 5.24 GB/s | 1.25 | - | - |",
+        // The fastest family's floor, and vkcopy's time over it.
+        "| device_to_device | device | 1 MiB | 52.43 GB/s | 104.86 GB/s | - | 0.50 | 10.0 us (family 3) | 2.00 |",
+        "| round_trip | aligned | 4 KiB | 45.0 us | 30.0 us | - | 0.67 | - | - |",
     ] {
         assert!(lines.contains(&row), "missing {row}:\n{stdout}");
     }

@@ -145,3 +145,50 @@ fn walk(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     }
     dir.join("missing").join(name)
 }
+
+/// `of: floor` times the driver's floor in the step, on every path: its
+/// figures are in the ratio, and under the layer (reported, not held) a miss
+/// of an impossible ratio says so.
+#[test]
+fn a_floor_is_timed_as_a_reference_on_every_path() {
+    const FLOOR: &str = "\
+about: every path against the driver's floor
+buffers:
+  a: { type: u8, extent: [65536] }
+  b: { type: u8, extent: [65536] }
+steps:
+  - fill_host: { buffer: a, value: \"x % 251\" }
+  - copy_to_device: a
+  - device_malloc: b
+  - measure: { copy_to_host: a, repeat: 3, min_ratio: { of: floor, value: 1000 } }
+  - measure: { copy_to_device: a, repeat: 3, min_ratio: { of: floor, value: 1000 } }
+  - measure: { from: a, to: b, repeat: 3, min_ratio: { of: floor, value: 1000 } }
+  - copy_to_host: b
+  - expect: { buffer: b, value: \"x % 251\" }
+";
+    let options = ContextOptions {
+        validation: true,
+        ..ContextOptions::from_env().unwrap()
+    };
+    if !std::path::Path::new("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
+        .exists()
+    {
+        return;
+    }
+    let Some(out) = common::run_case("floor.yaml", FLOOR, &options) else {
+        return;
+    };
+    assert_eq!(out.status, Status::Pass, "{}", out.message);
+    assert_eq!(out.measurements.len(), 3);
+    for m in &out.measurements {
+        let r = m.ratio.as_ref().expect("a ratio");
+        assert_eq!(r.of, "floor");
+        assert!(
+            r.reference_gbps > 0.0 && r.reference_gbps.is_finite(),
+            "{r:?}"
+        );
+        assert!(r.reference_median_gbps <= r.reference_gbps, "{r:?}");
+        let not_held = m.not_held.as_deref().unwrap_or_default();
+        assert!(not_held.contains("below the 1000x expected"), "{not_held}");
+    }
+}

@@ -82,9 +82,11 @@ pub fn markdown(vk: &BenchDoc, cuda: &BenchDoc, rows: &[Row]) -> String {
         "vkcopy {} on {} (driver {}, {}) against CUDA ({} {}) on {} (driver {}, {}).\n\
          Best runs by the host clock; GB/s = 1e9 bytes/s; round trips in microseconds.\n\
          CUDA: pinned host memory for vkcopy's aligned memory, device memory for \
-         device_to_device. ratio: CUDA's time over vkcopy's (above 1, vkcopy is faster).\n\n\
-         | path | host memory | size | vkcopy | CUDA | CUDA pageable | ratio |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+         device_to_device. ratio: CUDA's time over vkcopy's (above 1, vkcopy is faster). \
+         floor: the best bare copy on any queue family, recorded once, in vkcopy's run; \
+         /floor: vkcopy's time over it.\n\n\
+         | path | host memory | size | vkcopy | CUDA | CUDA pageable | ratio | floor | /floor |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
         vk.tool_version,
         vk.device,
         vk.driver,
@@ -99,7 +101,7 @@ pub fn markdown(vk: &BenchDoc, cuda: &BenchDoc, rows: &[Row]) -> String {
     for r in rows {
         let v = &r.vkcopy;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             v.path,
             v.host_memory,
             sizes::format(v.bytes),
@@ -107,6 +109,12 @@ pub fn markdown(vk: &BenchDoc, cuda: &BenchDoc, rows: &[Row]) -> String {
             r.cuda.as_ref().map_or_else(dash, |c| r.figure(c)),
             r.pageable.as_ref().map_or_else(dash, |c| r.figure(c)),
             r.ratio().map_or_else(dash, |x| format!("{x:.2}")),
+            v.best_floor().map_or_else(dash, |f| format!(
+                "{:.1} us (family {})",
+                f.best_seconds * 1e6,
+                f.family
+            )),
+            v.over_floor().map_or_else(dash, |x| format!("{x:.2}")),
         ));
     }
     out

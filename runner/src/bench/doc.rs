@@ -51,6 +51,36 @@ pub struct BenchResult {
     pub gpu_best_seconds: Option<f64>,
     /// The median by GPU timestamps; null where there are none.
     pub gpu_median_seconds: Option<f64>,
+    /// vkcopy's own: the driver's floor under the same copy on each queue
+    /// family (`vkcopy::floor`), timed in the same run. Absent from the CUDA
+    /// reference's documents, and for round trips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub floor: Vec<FloorTime>,
+}
+
+/// One queue family's bare copy of the same bytes, recorded once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FloorTime {
+    /// The queue family's index.
+    pub family: u32,
+    /// Its flags, as Vulkan names them (`TRANSFER` alone: a copy engine).
+    pub flags: String,
+    /// The fastest run, by the host clock from submission to the fence seen.
+    pub best_seconds: f64,
+    /// The median run.
+    pub median_seconds: f64,
+}
+
+impl FloorTime {
+    /// The JSON's form of one family's time.
+    pub fn new(t: &crate::rt::floor::FamilyTime) -> Self {
+        FloorTime {
+            family: t.family,
+            flags: format!("{:?}", t.flags),
+            best_seconds: t.best.as_secs_f64(),
+            median_seconds: t.median.as_secs_f64(),
+        }
+    }
 }
 
 impl BenchResult {
@@ -68,7 +98,22 @@ impl BenchResult {
             median_gbps: gbps(bytes, median),
             gpu_best_seconds: s.gpu_best(),
             gpu_median_seconds: s.gpu_median(),
+            floor: Vec::new(),
         }
+    }
+
+    /// The fastest family's floor, if one was timed.
+    pub fn best_floor(&self) -> Option<&FloorTime> {
+        self.floor
+            .iter()
+            .min_by(|a, b| a.best_seconds.total_cmp(&b.best_seconds))
+    }
+
+    /// vkcopy's best time over the fastest family's best: 1 is the driver's
+    /// floor, and above it vkcopy's own cost shows.
+    pub fn over_floor(&self) -> Option<f64> {
+        let f = self.best_floor()?;
+        (f.best_seconds > 0.0).then(|| self.best_seconds / f.best_seconds)
     }
 }
 

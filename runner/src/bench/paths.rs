@@ -4,7 +4,7 @@
 use crate::rt::{Buffer, Context, CopyPath, Error};
 
 /// A copy path of the sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 #[value(rename_all = "snake_case")]
 pub enum BenchPath {
     /// Device to host: `copy_to_host`.

@@ -2,10 +2,13 @@
 //! host memory), each measured after warm-up copies, host clock and GPU
 //! timestamps in interleaved runs, as the CUDA reference measures.
 
-use crate::bench::doc::BenchResult;
+use std::collections::hash_map::{Entry, HashMap};
+
+use crate::bench::doc::{BenchResult, FloorTime};
 use crate::bench::host::{self, HostMemory};
 use crate::bench::paths::{self, BenchPath, Pair, ROUND_TRIP_MAX};
 use crate::bench::sizes;
+use crate::rt::floor::Floor;
 use crate::rt::Context;
 use crate::timing;
 
@@ -49,8 +52,12 @@ pub fn repeats_for(bytes: u64, repeat: Option<u32>) -> u32 {
     }
 }
 
-/// Measures the plan on `ctx`; `each` gets every result as it is made.
+/// Measures the plan on `ctx`; `each` gets every result as it is made. Each
+/// path and size but round trips also gets the driver's floor under it, timed
+/// once (whatever the host memory) right after vkcopy's first measurement.
 pub fn run(ctx: &Context, plan: &Plan, mut each: impl FnMut(&BenchResult)) -> Result<(), String> {
+    let floor = Floor::new(ctx).map_err(|e| format!("the driver's floor: {e}"))?;
+    let mut floors: HashMap<(BenchPath, u64), Vec<FloorTime>> = HashMap::new();
     for &path in &plan.paths {
         let sizes: Vec<u64> = match path {
             BenchPath::RoundTrip => plan
@@ -68,8 +75,21 @@ pub fn run(ctx: &Context, plan: &Plan, mut each: impl FnMut(&BenchResult)) -> Re
         };
         for memory in memories {
             for &n in &sizes {
-                let r = measure(ctx, path, memory, n, repeats_for(n, plan.repeat))
-                    .map_err(|e| format!("{} {}: {e}", path.name(), sizes::format(n)))?;
+                let runs = repeats_for(n, plan.repeat);
+                let at = |e: &dyn std::fmt::Display| {
+                    format!("{} {}: {e}", path.name(), sizes::format(n))
+                };
+                let mut r = measure(ctx, path, memory, n, runs).map_err(|e| at(&e))?;
+                if let [one] = path.copy_paths() {
+                    let floor = match floors.entry((path, n)) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => {
+                            let times = floor.measure(*one, n, runs).map_err(|e| at(&e))?;
+                            e.insert(times.iter().map(FloorTime::new).collect())
+                        }
+                    };
+                    r.floor = floor.clone();
+                }
                 each(&r);
                 // Each size starts from empty pools, as the CUDA reference frees its
                 // buffers after each size.
@@ -113,8 +133,17 @@ fn measure(
 /// The heading of the table printed as the sweep runs.
 pub fn heading() -> String {
     format!(
-        "{:<17}{:<10}{:>9}{:>4}{:>11}{:>10}{:>11}{:>13}",
-        "path", "host", "size", "n", "best GB/s", "med GB/s", "best us", "gpu best us"
+        "{:<17}{:<10}{:>9}{:>4}{:>11}{:>10}{:>11}{:>13}{:>10}{:>8}",
+        "path",
+        "host",
+        "size",
+        "n",
+        "best GB/s",
+        "med GB/s",
+        "best us",
+        "gpu best us",
+        "floor us",
+        "/floor"
     )
 }
 
@@ -123,8 +152,12 @@ pub fn row(r: &BenchResult) -> String {
     let gpu = r
         .gpu_best_seconds
         .map_or("-".to_owned(), |g| format!("{:.1}", g * 1e6));
+    let floor = r
+        .best_floor()
+        .map_or("-".to_owned(), |f| format!("{:.1}", f.best_seconds * 1e6));
+    let over = r.over_floor().map_or("-".to_owned(), |x| format!("{x:.2}"));
     format!(
-        "{:<17}{:<10}{:>9}{:>4}{:>11.2}{:>10.2}{:>11.1}{:>13}",
+        "{:<17}{:<10}{:>9}{:>4}{:>11.2}{:>10.2}{:>11.1}{:>13}{:>10}{:>8}",
         r.path,
         r.host_memory,
         sizes::format(r.bytes),
@@ -132,7 +165,9 @@ pub fn row(r: &BenchResult) -> String {
         r.best_gbps,
         r.median_gbps,
         r.best_seconds * 1e6,
-        gpu
+        gpu,
+        floor,
+        over
     )
 }
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::error::CaseError;
 use crate::outcome::{Measurement, Ratio};
 use crate::requires::DeviceReq;
+use crate::rt::floor::{self, Floor};
 use crate::rt::{CopyPath, DeviceType, Role};
 use crate::runtime::{State, StepError};
 use crate::steps::planner::Planner;
@@ -22,6 +23,9 @@ pub const MAX_REPEAT: u32 = 100_000;
 pub const HOST_MEMCPY: &str = "host_memcpy";
 /// `min_ratio: { of: raw_copy }`: the runtime's plain copy along the same path.
 pub const RAW_COPY: &str = "raw_copy";
+/// `min_ratio: { of: floor }`: the driver's floor, the best bare copy along the
+/// same path on any queue family, recorded once (`vkcopy::floor`).
+pub const FLOOR: &str = "floor";
 
 /// The measurement steps as written.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -80,7 +84,10 @@ pub struct MinRatio {
     /// The reference: `host_memcpy` (a host memcpy of the same bytes in the same
     /// runs), `raw_copy` (one `vkCmdCopyBuffer` of the same bytes along the same
     /// path between memory the runtime allocated for it, in the same runs: the
-    /// hardware's speed) or the `name` of an earlier measure.
+    /// hardware's speed), `floor` (the driver's floor: the same copy recorded
+    /// once and submitted again on every queue family, on a device of its own,
+    /// the fastest family's runs, timed after the step's) or the `name` of an
+    /// earlier measure.
     of: String,
     /// The lowest acceptable ratio of best GB/s to the reference's best GB/s.
     value: f64,
@@ -102,6 +109,9 @@ pub enum Reference {
     /// The runtime's plain copy of the same bytes along the same path, timed in
     /// the same runs.
     RawCopy,
+    /// The driver's floor: the same bytes along the same path, recorded once,
+    /// on every queue family; the fastest family's runs, timed after vkcopy's.
+    Floor,
     /// An earlier measure of the case, by name.
     Measure(String),
 }
@@ -111,6 +121,7 @@ impl Reference {
         match self {
             Reference::HostMemcpy => HOST_MEMCPY,
             Reference::RawCopy => RAW_COPY,
+            Reference::Floor => FLOOR,
             Reference::Measure(n) => n,
         }
     }
@@ -208,11 +219,12 @@ fn plan_ratio(r: &MinRatio, p: &Planner) -> Result<(Reference, f64), CaseError> 
     let reference = match of.as_str() {
         HOST_MEMCPY => Reference::HostMemcpy,
         RAW_COPY => Reference::RawCopy,
+        FLOOR => Reference::Floor,
         _ if p.measures.contains(&of) => Reference::Measure(of),
         _ => {
             return Err(p.err(format!(
                 "field min_ratio: of: no earlier measure named '{of}' (named so far: {:?}); \
-                 give host_memcpy, raw_copy or the `name:` of an earlier measure",
+                 give host_memcpy, raw_copy, floor or the `name:` of an earlier measure",
                 p.measures
             )))
         }
@@ -314,7 +326,8 @@ pub fn speed_mode() -> SpeedMode {
 
 /// Runs the copy once untimed (imports, staging and first touches are not timed),
 /// then `repeat` times by the host clock, each followed by a run timed by GPU
-/// timestamps and, with a `host_memcpy` or `raw_copy` reference, by a run of it.
+/// timestamps and, with a `host_memcpy` or `raw_copy` reference, by a run of it;
+/// a `floor` is timed after the step's runs, as many.
 fn time(
     s: &mut State,
     timed: &Timed,
@@ -373,6 +386,15 @@ fn time(
         return Err(StepError::Check(format!("measure: raw_copy: {e}")));
     }
     drop(raw);
+    if let Some(Reference::Floor) = of {
+        let at = |e: crate::rt::Error| StepError::Check(format!("measure: floor: {e}"));
+        let times = Floor::new(ctx)
+            .and_then(|f| f.measure(path, bytes, repeat))
+            .map_err(at)?;
+        if let Some(t) = floor::fastest(&times) {
+            reference_samples.host = t.runs.iter().map(|d| d.as_secs_f64()).collect();
+        }
+    }
     let staging_type = role.and_then(|r| {
         ctx.stats()
             .placements()
@@ -439,7 +461,7 @@ fn ratio_to(
     r: &Measurement,
 ) -> Result<Ratio, StepError> {
     let (reference_gbps, reference_median_gbps) = match (of, timed) {
-        (Reference::HostMemcpy | Reference::RawCopy, Some(m)) => {
+        (Reference::HostMemcpy | Reference::RawCopy | Reference::Floor, Some(m)) => {
             (gbps(r.bytes, m.best()), gbps(r.bytes, m.median()))
         }
         (Reference::Measure(n), _) => s
@@ -449,7 +471,7 @@ fn ratio_to(
             .find(|m| m.name.as_deref() == Some(n))
             .map(|m| (m.gbps, m.median_gbps))
             .ok_or_else(|| StepError::Check(format!("measure: no result of measure '{n}'")))?,
-        (Reference::HostMemcpy | Reference::RawCopy, None) => {
+        (Reference::HostMemcpy | Reference::RawCopy | Reference::Floor, None) => {
             return Err(StepError::Check(format!(
                 "measure: {} was not timed",
                 of.name()
