@@ -40,7 +40,11 @@ for i in $(seq 1 "$runs"); do
   pkill -P "$builder" 2>/dev/null || true
   kill "$builder" 2>/dev/null || true
   wait 2>/dev/null || true
-  names=$(grep -E '^test .* \.\.\. FAILED$' "$out/run-$i.log" | sed 's/^test \(.*\) \.\.\. FAILED$/\1/' || true)
+  # With -q a failure is named only in the list after its binary's last
+  # "failures:" line; the binary is in cargo's "to rerun pass" line.
+  names=$(awk '/^failures:$/ {n++; list = ""; next} /^test result:/ {if (list != "") print list; list = ""} n && /^    [^ ]+$/ {sub(/^ +/, ""); list = list (list == "" ? "" : "\n") $0}' "$out/run-$i.log" | sort -u || true)
+  where=$(grep -o 'to rerun pass `[^`]*`' "$out/run-$i.log" | sed 's/to rerun pass //; s/`//g' | head -1 || true)
+  [ -z "$names" ] || [ -z "$where" ] || names=$(printf '%s\n' "$names" | sed "s|\$| ($where)|")
   if [ "$rc" -ne 0 ]; then
     failed=$((failed + 1))
     [ -n "$names" ] || names="(exit $rc, no test named; see $out/run-$i.log)"
