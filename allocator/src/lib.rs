@@ -132,7 +132,7 @@ pub use profile::{CopyStats, SubmitSteps};
 pub use runtime::context::{counter_names, Context, ExternalDevice};
 pub use runtime::copy_choice::CopyCalibration;
 pub use runtime::copy_new::Copied;
-pub use runtime::copy_queue::QueueCalibration;
+pub use runtime::copy_queue::{QueueCalibration, QueueTime};
 pub use runtime::dispatch::{Binding, Dispatch, PipelineStats, Shader, MAX_PUSH_WORDS};
 #[cfg(feature = "emulate")]
 pub use runtime::emulate::Emulate;

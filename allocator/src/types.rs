@@ -214,7 +214,7 @@ pub fn span_bytes(elem: ElemType, dims: &[Dim]) -> Option<u64> {
 /// direction of the copy counters).
 ///
 /// [`Context::buffer_copy`]: crate::Context::buffer_copy
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CopyPath {
     /// Host memory to device memory.
     HostToDevice,

@@ -10,8 +10,8 @@ pub use vkcopy::types::{box_text, dense_dims, span_bytes};
 pub use vkcopy::{
     counter_names, is_validation_finding, Buffer, Context, ContextOptions, CopyPath, DeviceCopy,
     DeviceInfo, DeviceType, Dim, ElemType, Emulate, Error, Event, HostBytes, InFlight,
-    MappedCalibration, MappedCopy, MemoryRequest, MemoryTable, Placement, Policy, Role,
-    SmallCopyQueue, SubmitSteps, Value, ENVIRONMENT, MAX_DIMS,
+    MappedCalibration, MappedCopy, MemoryRequest, MemoryTable, Placement, Policy, QueueCalibration,
+    Role, SmallCopyQueue, SubmitSteps, Value, ENVIRONMENT, MAX_DIMS,
 };
 
 /// Vulkan memory property flags, as placements report them.

@@ -124,7 +124,7 @@ fn policy_description(p: Policy) -> &'static str {
 
 fn small_copy_queue_description(q: SmallCopyQueue) -> &'static str {
     match q {
-        SmallCopyQueue::Auto => "the faster of the compute queue and a second one, measured on the first small copy (the default)",
+        SmallCopyQueue::Auto => "the fastest queue for the copy's path and size class (the compute queue, the transfer family's, or one of each further transfer-only family), measured on the class's first copy (the default)",
         SmallCopyQueue::Compute => "the queue of blocking work and kernels",
         SmallCopyQueue::Other => "a second queue (the transfer family's where there is one; else submissions of their own to the one queue)",
     }

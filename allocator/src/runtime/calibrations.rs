@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 /// A measurement of one size class.
-pub(crate) trait Measured: Copy {
+pub(crate) trait Measured: Clone {
     /// What tells classes apart; measurements are kept in its order.
     type Class: Ord;
     fn class(&self) -> Self::Class;

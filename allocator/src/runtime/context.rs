@@ -52,11 +52,12 @@ pub(crate) struct Inner {
     /// Submitters of blocking work (kernels and blocking copies), one per thread
     /// submitting at once.
     pub(crate) submitters: Submitters,
-    /// Submitters for small copies on a second queue (the transfer family's
-    /// where there is one, else the compute queue itself, as submissions of
-    /// their own); None where small copies stay with the blocking work.
-    pub(crate) other_submitters: Option<Submitters>,
-    /// Which of the two queues takes small copies by the GPU.
+    /// Submitters for small copies on queues besides the compute one: the
+    /// transfer family's first (else the compute queue itself, as submissions
+    /// of their own), then one per further transfer-only family; none where
+    /// small copies stay with the blocking work.
+    pub(crate) copy_submitters: Vec<Submitters>,
+    /// Which queue takes small copies by the GPU.
     pub(crate) copy_queue: CopyQueue,
     pub(crate) profile: Profile,
     /// How device-to-device copies are made, and what was measured to choose.
@@ -190,10 +191,16 @@ impl Context {
             SmallCopyQueue::Auto if !other_queue => SmallCopyQueue::Compute,
             q => q,
         };
-        let other_submitters = match small_copy_queue {
-            SmallCopyQueue::Compute => None,
-            _ => Some(Submitters::new(&device, QueueRole::Upload)?),
-        };
+        let mut copy_submitters = Vec::new();
+        if small_copy_queue != SmallCopyQueue::Compute {
+            copy_submitters.push(Submitters::new(&device, QueueRole::Upload)?);
+        }
+        if small_copy_queue == SmallCopyQueue::Auto {
+            // The first copy queue is the upload role's.
+            for q in device.copy_queues().iter().skip(1) {
+                copy_submitters.push(Submitters::on_queue(&device, q.clone(), QueueRole::Upload)?);
+            }
+        }
         // Imports model vkcopy's own copy paths: the Halide policies always stage,
         // and a simulation or an emulated bug models staging too.
         let import =
@@ -226,7 +233,7 @@ impl Context {
                 host_import,
                 staging: Staging::default(),
                 submitters,
-                other_submitters,
+                copy_submitters,
                 copy_queue: CopyQueue::new(small_copy_queue),
                 profile: Profile::default(),
                 device_copies: DeviceCopies::new(device_copy),

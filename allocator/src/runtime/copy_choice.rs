@@ -23,7 +23,7 @@ pub(crate) const SHADER_MIN_BYTES: u64 = 1 << 20;
 pub(crate) const MAX_GROUPS: u64 = 65535;
 
 /// Copies of each path per calibration; the best time of each counts.
-pub(crate) const CALIBRATION_ROUNDS: usize = 2;
+pub(crate) const CALIBRATION_ROUNDS: usize = 3;
 
 /// The device limits a kernel plan must respect.
 #[derive(Clone, Copy, Debug)]
@@ -164,12 +164,11 @@ pub struct CopyCalibration {
     pub contiguous: bool,
     /// Bytes of the copy that was measured.
     pub bytes: u64,
-    /// Best time of `vkCmdCopyBuffer`, in seconds.
+    /// Best time of `vkCmdCopyBuffer` on the queue such copies take, by the
+    /// host from submission to the end of the wait, in seconds.
     pub transfer_seconds: f64,
-    /// Best time of the copy shader, in seconds.
+    /// Best time of the copy shader (on the compute queue), the same way.
     pub shader_seconds: f64,
-    /// Whether the times are GPU timestamps (else host time around the submission).
-    pub gpu_timestamps: bool,
     /// [`DeviceCopy::Transfer`] or [`DeviceCopy::Shader`].
     pub chosen: DeviceCopy,
 }
@@ -370,7 +369,6 @@ mod tests {
             bytes: 1 << 26,
             transfer_seconds: 2.0,
             shader_seconds: 1.0,
-            gpu_timestamps: true,
             chosen: DeviceCopy::Shader,
         });
         assert_eq!(d.choice(1 << 27, true), Choice::Shader);

@@ -58,11 +58,11 @@ impl Context {
         self.inner.device_copies.calibrations()
     }
 
-    /// What the first small device-to-device copy measured on the compute
-    /// queue and on the other one; None before it, or where there is no other
-    /// queue for it.
-    pub fn copy_queue_calibration(&self) -> Option<QueueCalibration> {
-        self.inner.copy_queue.calibration()
+    /// What the first copy of each path and size class by the GPU measured on
+    /// each queue, and the queue it chose: none before such a copy, or where
+    /// there is no queue but the compute one for it.
+    pub fn copy_queue_calibrations(&self) -> Vec<QueueCalibration> {
+        self.inner.copy_queue.calibrations()
     }
 
     fn copy_limits(&self) -> Limits {
@@ -76,8 +76,8 @@ impl Context {
 
     /// Copies `plan` from byte `src.1` of one region to byte `dst.1` of another (or
     /// the same) with the copy kernel, where the context's choice and the plan allow.
-    /// `transfer` records the same copy with `vkCmdCopyBuffer`, for calibration;
-    /// it is used only between distinct regions. Returns None when the copy is
+    /// `transfer` makes the same copy with `vkCmdCopyBuffer` on the queue such
+    /// copies take, for calibration; it is used only between distinct regions. Returns None when the copy is
     /// left to the caller's `vkCmdCopyBuffer` path, else whether it is done with,
     /// when profiling, its GPU time in ns. The caller has marked `dst`'s region
     /// (`device_writes_into`): the copy ends without a barrier to the host.
@@ -87,7 +87,7 @@ impl Context {
         plan: &CopyPlan,
         src: (&Region, u64),
         dst: (&Region, u64),
-        transfer: &dyn Fn(vk::CommandBuffer),
+        transfer: &dyn Fn() -> Result<()>,
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
         let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
@@ -157,24 +157,31 @@ impl Context {
         })
     }
 
-    /// Makes the copy both ways, alternately and timed, and keeps the faster path
-    /// for the copy's size class. Both ways write the same bytes.
+    /// Makes the copy both ways, each once untimed and then timed by the host
+    /// as the caller waits for it, each way on its own queue, and keeps the
+    /// faster path for the copy's size class: under a few MiB the queue's
+    /// answer outweighs the GPU's time. Each way's copies run one after
+    /// another, as a class's repeated copies do (see `on_copy_queue`). Both
+    /// ways write the same bytes.
     fn calibrate(
         &self,
         sub: &Submitter,
         plan: &CopyPlan,
         legs: &[Leg],
-        transfer: &dyn Fn(vk::CommandBuffer),
+        transfer: &dyn Fn() -> Result<()>,
     ) -> Result<(Via, Option<u64>)> {
-        let (mut t, mut k) = (u64::MAX, u64::MAX);
-        let mut gpu_timestamps = true;
-        for _ in 0..CALIBRATION_ROUNDS {
-            let start = std::time::Instant::now();
-            let gpu = sub.run_with(true, HostAccess::No, transfer)?;
-            gpu_timestamps &= gpu.is_some();
-            t = t.min(gpu.unwrap_or(start.elapsed().as_nanos() as u64));
-            k = k.min(self.run_legs(sub, legs, true)?.unwrap_or(u64::MAX));
-        }
+        let best = |way: &dyn Fn() -> Result<()>| -> Result<u64> {
+            way()?;
+            let mut best = u64::MAX;
+            for _ in 0..CALIBRATION_ROUNDS {
+                let start = std::time::Instant::now();
+                way()?;
+                best = best.min(start.elapsed().as_nanos() as u64);
+            }
+            Ok(best)
+        };
+        let t = best(transfer)?;
+        let k = best(&|| self.run_legs(sub, legs, false).map(|_| ()))?;
         let chosen = if k < t {
             DeviceCopy::Shader
         } else {
@@ -187,7 +194,6 @@ impl Context {
             bytes: plan.bytes(),
             transfer_seconds: t as f64 * 1e-9,
             shader_seconds: k as f64 * 1e-9,
-            gpu_timestamps,
             chosen,
         });
         let via = match chosen {

@@ -229,6 +229,9 @@ impl Context {
             .inner
             .device
             .queue(crate::vk::queue::QueueRole::Compute);
+        // The caller may submit to it: vkcopy's work there no longer comes
+        // only after its own barrier.
+        q.share();
         (q.lock().0, q.family)
     }
 

@@ -14,9 +14,8 @@ use crate::runtime::options::MappedCopy;
 
 pub(crate) use crate::memory::policy::MAPPED_MAX_BYTES;
 
-/// Timed copies of each way per calibration; the best of each counts. Near
-/// the crossover the two differ by a few microseconds, so one more than the
-/// device copy's calibration takes.
+/// Timed copies of each way per calibration; the best of each counts (near
+/// the crossover the two differ by a few microseconds).
 pub(crate) const ROUNDS: usize = 3;
 
 /// How one copy between host memory and host-visible device memory goes.

@@ -38,9 +38,10 @@ pub struct ContextOptions {
     /// the GPU, once the device's writes to it are done and available. Default:
     /// [`MappedCopy::Auto`].
     pub mapped_readback: MappedCopy,
-    /// Which queue takes small copies by the GPU (under 1 MiB): the compute
+    /// Which queue takes small copies by the GPU (under 16 MiB): the compute
     /// queue, a second queue (the transfer family's where there is one), or the
-    /// faster of the two as measured on the first. Default: [`SmallCopyQueue::Auto`].
+    /// fastest queue of any family for the copy's path and size, as measured on
+    /// the first such copy. Default: [`SmallCopyQueue::Auto`].
     pub small_copy_queue: SmallCopyQueue,
     /// The longest any wait for the device may take before it fails with
     /// [`Error::Timeout`](crate::Error::Timeout). Default 60 s.
@@ -139,14 +140,16 @@ pub enum MappedCopy {
 
 mode_names!(MappedCopy, [Auto => "auto", Never => "never", Always => "always"]);
 
-/// Which queue takes small blocking copies by the GPU (under 1 MiB: uploads by
+/// Which queue takes small blocking copies by the GPU (under 16 MiB: uploads by
 /// copy, readbacks, device-to-device copies). Only under the vkcopy policy with
 /// no emulated Halide bug (Halide submits to one queue); elsewhere the compute
 /// queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SmallCopyQueue {
-    /// The faster of the two, measured on the first small copy; the compute
-    /// queue where the device has no second one.
+    /// The fastest queue for the copy's path and size class, measured on the
+    /// class's first copy: the compute queue, the transfer family's, or one of
+    /// each further transfer-only family; the compute queue where the device has
+    /// no second one.
     #[default]
     Auto,
     /// The queue of blocking work and kernels.

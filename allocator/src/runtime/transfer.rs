@@ -15,7 +15,10 @@ use crate::buffer::{DeviceView, HostView};
 use crate::error::{Error, Result};
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
-use crate::runtime::copy_queue::{Choice as QueueChoice, QueueCalibration, ROUNDS as QUEUE_ROUNDS};
+use crate::runtime::copy_choice::class_min_bytes;
+use crate::runtime::copy_queue::{
+    Choice as QueueChoice, QueueCalibration, QueueTime, ROUNDS as QUEUE_ROUNDS,
+};
 use crate::runtime::host_copy;
 use crate::runtime::mapped_choice::Choice as MappedChoice;
 use crate::runtime::options::MappedCopy;
@@ -238,56 +241,75 @@ impl Context {
         lanes.finish()
     }
 
-    /// Runs `copy`, a blocking copy of `bytes` that may be made again with the
-    /// same result, on the queue [`CopyQueue`] chooses: the first small one is
-    /// made on both queues, once untimed and then timed, interleaved, and the
-    /// faster queue is kept for every small copy after it.
+    /// Runs `copy`, a blocking copy of `bytes` on `path` that may be made
+    /// again with the same result, on the queue [`CopyQueue`] chooses: the
+    /// first copy of a path and size class is made on every queue in turn,
+    /// once untimed and then timed, and the fastest queue is kept for the
+    /// class.
     ///
     /// Async copies (whose `sub` is their stream's), and copies of a caller's
     /// `VkBuffer` (which may be exclusive to the compute family), stay on
     /// `sub`'s queue. After a wait that timed out, the device is let go idle
     /// first: work the host never saw finish orders nothing on another queue.
-    fn on_copy_queue<T>(
+    ///
+    /// [`CopyQueue`]: crate::runtime::copy_queue::CopyQueue
+    pub(crate) fn on_copy_queue<T>(
         &self,
         sub: &Submitter,
         (path, bytes, wrapped): (CopyPath, u64, bool),
         mut copy: impl FnMut(&Submitter) -> Result<T>,
     ) -> Result<T> {
-        let Some(others) = &self.inner.other_submitters else {
-            return copy(sub);
-        };
-        let choice = self.inner.copy_queue.choice(bytes);
-        if choice == QueueChoice::Compute || !sub.blocking() || wrapped {
+        let queues = &self.inner.copy_submitters;
+        if queues.is_empty() || !sub.blocking() || wrapped {
             return copy(sub);
         }
-        let Ok(other) = others.take() else {
+        let taken = match self.inner.copy_queue.choice(path, bytes) {
+            QueueChoice::Compute => return copy(sub),
+            QueueChoice::Queue(i) => {
+                let Some(Ok(other)) = queues.get(i).map(|q| q.take()) else {
+                    return copy(sub);
+                };
+                self.inner.device.settle();
+                return copy(&other);
+            }
+            QueueChoice::Calibrate => queues.iter().map(|q| q.take()).collect::<Result<Vec<_>>>(),
+        };
+        let Ok(taken) = taken else {
             return copy(sub);
         };
         self.inner.device.settle();
-        if choice == QueueChoice::Other {
-            return copy(&other);
+        let all: Vec<&Submitter> = std::iter::once(sub)
+            .chain(taken.iter().map(|t| &**t))
+            .collect();
+        // Each queue's copies one after another: on some devices a queue left
+        // idle while the others run answers its next submission far later,
+        // which a class's repeated copies never see (bench/README.md).
+        let mut best = vec![f64::INFINITY; all.len()];
+        let mut last = None;
+        for (s, b) in all.iter().zip(&mut best) {
+            copy(s)?;
+            for _ in 0..QUEUE_ROUNDS {
+                let t = std::time::Instant::now();
+                last = Some(copy(s)?);
+                *b = b.min(t.elapsed().as_secs_f64());
+            }
         }
-        let mut timed = |s: &Submitter| -> Result<(T, f64)> {
-            let t = std::time::Instant::now();
-            let out = copy(s)?;
-            Ok((out, t.elapsed().as_secs_f64()))
-        };
-        timed(sub)?;
-        let mut last = timed(&other)?.0;
-        let (mut compute, mut on_other) = (f64::INFINITY, f64::INFINITY);
-        for _ in 0..QUEUE_ROUNDS {
-            compute = compute.min(timed(sub)?.1);
-            let (out, t) = timed(&other)?;
-            (last, on_other) = (out, on_other.min(t));
-        }
+        let times: Vec<QueueTime> = all
+            .iter()
+            .zip(best)
+            .map(|(s, seconds)| QueueTime {
+                family: s.queue().family,
+                seconds,
+            })
+            .collect();
         self.inner.copy_queue.learn(QueueCalibration {
             path,
+            min_bytes: class_min_bytes(bytes),
             bytes,
-            compute_seconds: compute,
-            other_seconds: on_other,
-            other: on_other < compute,
+            chosen: QueueCalibration::fastest(&times),
+            times,
         });
-        Ok(last)
+        Ok(last.expect("at least one round"))
     }
 
     /// Submits recorded work; with profiling on, returns its GPU time in ns.
@@ -653,12 +675,20 @@ impl Context {
         check_region("source", src_off + plan.src_end(), src.0.region.size())?;
         check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let (sb, db) = (src.0.region.vk_buffer(), dst.0.region.vk_buffer());
-        let device = &self.raw_device();
-        let transfer = |cmd| record_copy(device, cmd, &plan, (sb, src_off), (db, dst_off), None);
         let (sr, dr) = (&*src.0.region, &*dst.0.region);
         // Held to the end: every route below writes `dr`.
         let _write = self.device_writes_into(dr);
         let access = HostAccess::No;
+        let wrapped = sr.is_wrapped() || dr.is_wrapped();
+        let d2d = (CopyPath::DeviceToDevice, plan.bytes(), wrapped);
+        // The same copy by vkCmdCopyBuffer on the queue such copies take, to
+        // time against the copy kernel.
+        let transfer = || {
+            self.on_copy_queue(sub, d2d, |s| {
+                self.submit_copy(s, &plan, (sb, src_off), (db, dst_off), None, access)
+            })
+            .map(|_| ())
+        };
         if let Some((via, gpu)) =
             self.device_copy_by_shader(sub, &plan, (sr, src_off), (dr, dst_off), &transfer)?
         {
@@ -673,8 +703,6 @@ impl Context {
         }
         if !std::sync::Arc::ptr_eq(&src.0.region, &dst.0.region) {
             let (src, dst) = ((sb, src_off), (db, dst_off));
-            let wrapped = sr.is_wrapped() || dr.is_wrapped();
-            let d2d = (CopyPath::DeviceToDevice, plan.bytes(), wrapped);
             let gpu = self.on_copy_queue(sub, d2d, |s| {
                 self.submit_copy(s, &plan, src, dst, None, access)
             })?;
@@ -706,6 +734,7 @@ impl Context {
             );
             return Ok(());
         }
+        let device = &self.raw_device();
         let gpu = self.submit(sub, access, |cmd| {
             record_copy(
                 device,

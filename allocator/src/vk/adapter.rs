@@ -211,7 +211,8 @@ impl NewerFeatures {
 pub(crate) struct QueueFamily {
     pub(crate) index: u32,
     /// Queues to create: at most three (blocking work, async device copies and
-    /// one per direction; on a transfer family, one per direction).
+    /// one per direction; on a transfer family, one per direction); one on
+    /// the further families, for small copies.
     pub(crate) queues: u32,
     pub(crate) timestamps: bool,
 }
@@ -307,6 +308,24 @@ impl Adapter {
         };
         let mut queue_families = vec![family(queue_family)];
         queue_families.extend(transfer_family.map(family));
+        // Every further transfer-only family gets one queue: such families
+        // answer a small copy microseconds apart, so copies take the fastest
+        // for their path and size (`runtime/copy_queue.rs`).
+        if let Some(t) = transfer_family {
+            let others = (0..families.len() as u32).filter(|&i| {
+                let f = &families[i as usize];
+                i != t
+                    && f.queue_count > 0
+                    && f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+                    && !f
+                        .queue_flags
+                        .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            });
+            queue_families.extend(others.map(|i| QueueFamily {
+                queues: 1,
+                ..family(i)
+            }));
+        }
         if props.api_version < vk::API_VERSION_1_2 || !timeline_semaphores(raw, physical) {
             return Err(Error::NoMatchingDevice {
                 wanted: "Vulkan 1.2 with timeline semaphores".into(),

@@ -32,6 +32,9 @@ pub(crate) struct DeviceShared {
     /// Queues by role: blocking work and kernels, async uploads, readbacks and
     /// device copies. Roles share a queue where the device has too few.
     queues: [Arc<Queue>; 4],
+    /// Queue 0 of each transfer-only family, for small blocking copies: the
+    /// transfer family's first (the async uploads' queue), then the others.
+    copy_queues: Vec<Arc<Queue>>,
     /// Queue families in use: buffers are shared between them concurrently.
     pub(crate) families: Vec<u32>,
     pub(crate) info: DeviceInfo,
@@ -169,7 +172,7 @@ impl DeviceShared {
         let _order = lifecycle();
         // SAFETY: the caller's promise.
         let raw = unsafe { ash::Device::load(instance.raw().fp_v1_0(), device) };
-        let queues = Queue::borrowed(queue, &adapter.families[0]);
+        let queues = (Queue::borrowed(queue, &adapter.families[0]), Vec::new());
         Self::assemble(instance, adapter, raw, queues, timeout, spin, false)
     }
 
@@ -177,7 +180,7 @@ impl DeviceShared {
         instance: Instance,
         adapter: Adapter,
         raw: ash::Device,
-        queues: [Arc<Queue>; 4],
+        (queues, copy_queues): ([Arc<Queue>; 4], Vec<Arc<Queue>>),
         timeout: Duration,
         spin: Duration,
         owned: bool,
@@ -196,6 +199,7 @@ impl DeviceShared {
             table: raw,
             physical: adapter.physical,
             queues,
+            copy_queues,
             families: adapter.families.iter().map(|f| f.index).collect(),
             info: adapter.info,
             memory: adapter.memory,
@@ -219,6 +223,12 @@ impl DeviceShared {
     /// The queue work of `role` is submitted to.
     pub(crate) fn queue(&self, role: QueueRole) -> &Arc<Queue> {
         &self.queues[role as usize]
+    }
+
+    /// The queues small blocking copies may take besides the compute queue:
+    /// queue 0 of each transfer-only family; none on the caller's device.
+    pub(crate) fn copy_queues(&self) -> &[Arc<Queue>] {
+        &self.copy_queues
     }
 
     /// Whether the device was lost.
@@ -250,10 +260,11 @@ impl DeviceShared {
     /// `vkDeviceWaitIdle` with every queue's lock held: it uses all queues, which
     /// must not be submitted to meanwhile (another thread may be submitting).
     pub(crate) fn wait_idle(&self) -> std::result::Result<(), vk::Result> {
-        let mut held = Vec::with_capacity(self.queues.len());
-        for (i, q) in self.queues.iter().enumerate() {
+        let all: Vec<&Arc<Queue>> = self.queues.iter().chain(&self.copy_queues).collect();
+        let mut held = Vec::with_capacity(all.len());
+        for (i, q) in all.iter().enumerate() {
             // Roles that share a queue share its lock: take each lock once, in order.
-            if self.queues[..i].iter().all(|p| !Arc::ptr_eq(p, q)) {
+            if all[..i].iter().all(|p| !Arc::ptr_eq(p, q)) {
                 held.push(q.lock().1);
             }
         }

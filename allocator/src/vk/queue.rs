@@ -3,6 +3,7 @@
 //! direction where the device has them (its transfer-only family), so that an
 //! upload, a readback and a kernel can run at the same time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ash::vk;
@@ -35,6 +36,9 @@ pub(crate) struct Queue {
     pub(crate) timestamps: bool,
     /// Whether compute work may run here.
     pub(crate) compute: bool,
+    /// The caller submits here too: its queue, or one handed out
+    /// ([`Queue::share`]).
+    shared: AtomicBool,
 }
 
 impl std::fmt::Debug for Queue {
@@ -52,6 +56,17 @@ impl Queue {
         )
     }
 
+    /// Whether the caller's work may come before vkcopy's here, not ending
+    /// with vkcopy's barrier (`vk/submit.rs`).
+    pub(crate) fn shared(&self) -> bool {
+        self.shared.load(Ordering::Acquire)
+    }
+
+    /// The queue is handed to the caller, who may submit to it.
+    pub(crate) fn share(&self) {
+        self.shared.store(true, Ordering::Release);
+    }
+
     /// The caller's queue, of `family`, for every role.
     pub(crate) fn borrowed(raw: vk::Queue, family: &QueueFamily) -> [Arc<Queue>; 4] {
         let q = Arc::new(Queue {
@@ -61,13 +76,18 @@ impl Queue {
             index: 0,
             timestamps: family.timestamps,
             compute: true,
+            shared: AtomicBool::new(true),
         });
         [q.clone(), q.clone(), q.clone(), q]
     }
 
     /// The queues of every role from the created `families`: the first family is the
-    /// compute one, a second one a transfer-only family.
-    pub(crate) fn assign(device: &ash::Device, families: &[QueueFamily]) -> [Arc<Queue>; 4] {
+    /// compute one, a second one a transfer-only family. Then the copy queues:
+    /// queue 0 of every family but the first, the second family's first.
+    pub(crate) fn assign(
+        device: &ash::Device,
+        families: &[QueueFamily],
+    ) -> ([Arc<Queue>; 4], Vec<Arc<Queue>>) {
         // One `Queue` (and one lock) per queue, however many roles share it.
         let made: std::cell::RefCell<Vec<Arc<Queue>>> = Default::default();
         let nth = |f: &QueueFamily, i: u32, compute: bool| {
@@ -88,6 +108,7 @@ impl Queue {
                 index,
                 timestamps: f.timestamps,
                 compute,
+                shared: AtomicBool::new(false),
             });
             made.push(q.clone());
             q
@@ -102,6 +123,7 @@ impl Queue {
             Some(t) => (nth(t, 0, false), nth(t, 1, false)),
             None => (second.clone(), nth(main, 2, true)),
         };
-        [compute, upload, readback, second]
+        let copy = families[1..].iter().map(|f| nth(f, 0, false)).collect();
+        ([compute, upload, readback, second], copy)
     }
 }

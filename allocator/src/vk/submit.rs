@@ -58,12 +58,15 @@ struct Lane {
 }
 
 /// A recording kept for submitting again: its key, whether it ends with the
-/// barrier to the host, and the device's [`DeviceShared::retired`] count when
+/// barrier to the host and begins with one, which timestamps it writes
+/// ([`Lanes::stamps`]), and the device's [`DeviceShared::retired`] count when
 /// it was made.
 #[derive(Debug, PartialEq, Eq)]
 struct Kept {
     key: Vec<u64>,
     host_reads: bool,
+    lead: bool,
+    stamps: (bool, bool),
     retired: u64,
 }
 
@@ -152,8 +155,17 @@ impl Submitter {
     /// Commands for the queue of `role`, for blocking work or an async copy's
     /// stream; timestamps when its family has them and runs compute work.
     pub(crate) fn new(shared: &Arc<DeviceShared>, role: QueueRole, blocking: bool) -> Result<Self> {
+        Self::on_queue(shared, shared.queue(role).clone(), role, blocking)
+    }
+
+    /// As [`Submitter::new`], on `queue`, for work of `role`.
+    pub(crate) fn on_queue(
+        shared: &Arc<DeviceShared>,
+        queue: Arc<Queue>,
+        role: QueueRole,
+        blocking: bool,
+    ) -> Result<Self> {
         let device = &shared.raw();
-        let queue = shared.queue(role).clone();
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(queue.family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -264,8 +276,8 @@ impl Submitter {
     /// As [`Submitter::run_with`], for work that `key` names: every input of
     /// `record` that its commands depend on. When one of the kept command buffers
     /// holds a recording of the same key and nothing was destroyed since, it is
-    /// submitted again as it is. Timed work is recorded each time, on lane 0
-    /// (its queries are reset in it).
+    /// submitted again as it is, timed or not (a timed recording resets its
+    /// queries itself).
     pub(crate) fn run_kept(
         &self,
         key: Option<Vec<u64>>,
@@ -311,6 +323,7 @@ impl Submitter {
             queries,
             started: false,
             host_reads: true,
+            lead: self.queue.shared(),
             steps,
         }
     }
@@ -400,6 +413,9 @@ pub(crate) struct Lanes<'a> {
     started: bool,
     /// Submissions end with a barrier that makes their writes visible to the host.
     host_reads: bool,
+    /// Submissions begin with a barrier too: the caller's work may come first
+    /// on the queue.
+    lead: bool,
     /// The steps so far and when the last ended, while the device is traced.
     steps: Option<Steps>,
 }
@@ -444,18 +460,30 @@ impl Lanes<'_> {
         self.submit_kept(i, last, None, record)
     }
 
-    /// The command buffer for work that `key` names: the kept one that holds its
-    /// recording, else the kept one used longest ago; lane 0 for work without a
-    /// key, or timed.
-    fn kept_lane(&self, key: Option<&[u64]>) -> usize {
-        let (Some(key), None) = (key, self.queries) else {
+    /// The timestamps a recording at this point of the timing writes: the
+    /// first (with the queries' reset) and, where `last`, the last.
+    fn stamps(&self, last: bool) -> (bool, bool) {
+        let timed = self.queries.is_some();
+        (timed && !self.started, timed && last)
+    }
+
+    /// The command buffer for work that `key` names, `last` of its timing: the
+    /// kept one that holds its recording, else the kept one used longest ago;
+    /// lane 0 for work without a key.
+    fn kept_lane(&self, key: Option<&[u64]>, last: bool) -> usize {
+        let Some(key) = key else {
             return 0;
         };
         let retired = self.submitter.device.retired();
+        let stamps = self.stamps(last);
         let lanes = &self.c.lanes;
         let holds = |i: &usize| {
             lanes[*i].kept.as_ref().is_some_and(|k| {
-                k.key == key && k.host_reads == self.host_reads && k.retired == retired
+                k.key == key
+                    && k.host_reads == self.host_reads
+                    && k.lead == self.lead
+                    && k.stamps == stamps
+                    && k.retired == retired
             })
         };
         let kept = LANES..lanes.len();
@@ -465,9 +493,9 @@ impl Lanes<'_> {
             .unwrap_or(0)
     }
 
-    /// [`Lanes::submit`] on lane `i`, or, for work that `key` names and that is
-    /// not timed, on the kept command buffer for it ([`Submitter::run_kept`]).
-    /// Returns the lane submitted, to wait for.
+    /// [`Lanes::submit`] on lane `i`, or, for work that `key` names, on the
+    /// kept command buffer for it ([`Submitter::run_kept`]). Returns the lane
+    /// submitted, to wait for.
     pub(crate) fn submit_on(
         &mut self,
         i: usize,
@@ -475,9 +503,9 @@ impl Lanes<'_> {
         key: Option<Vec<u64>>,
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<usize> {
-        let lane = match (&key, self.queries) {
-            (Some(_), None) => self.kept_lane(key.as_deref()),
-            _ => i,
+        let lane = match &key {
+            Some(_) => self.kept_lane(key.as_deref(), last),
+            None => i,
         };
         self.submit_kept(lane, last, key, record)?;
         Ok(lane)
@@ -495,9 +523,12 @@ impl Lanes<'_> {
         let shared = &self.submitter.device;
         shared.usable("a submission")?;
         // Read before recording: a retirement during it only makes the count stale.
-        let kept = key.filter(|_| self.queries.is_none()).map(|key| Kept {
+        let stamps = self.stamps(last);
+        let kept = key.map(|key| Kept {
             key,
             host_reads: self.host_reads,
+            lead: self.lead,
+            stamps,
             retired: shared.retired(),
         });
         let lane = &mut self.c.lanes[i];
@@ -507,6 +538,8 @@ impl Lanes<'_> {
             self.c.lanes[i].kept = kept;
         } else {
             shared.stats.recording_submitted_again();
+            // The timing's first timestamp is in the kept recording.
+            self.started |= stamps.0;
             if let Some(s) = &mut self.steps {
                 s.done.record_ns += s.lap();
             }
@@ -545,10 +578,13 @@ impl Lanes<'_> {
                 .begin_command_buffer(cmd, &begin)
                 .vk("vkBeginCommandBuffer")?;
         }
-        // Every submission first waits for earlier transfer and compute writes of its
-        // queue (a semaphore wait on the host orders the host, not later device
-        // work), and ends by making its own writes visible to the host unless the
-        // host reads none of them.
+        // Every submission ends with one barrier: its transfer and compute
+        // accesses before every later one of its queue (a semaphore wait on
+        // the host orders the host, not later device work), and its writes
+        // visible to the host where the host reads them. One barrier there
+        // costs a readback less than one here and one there. Where work of the
+        // caller's may come first on the queue ([`Queue::shared`]), which need
+        // not end so, a submission begins with the same barrier too.
         // A transfer-only queue has no shader stage: its barriers cover transfers only.
         let (device_stages, writes, reads) = match self.submitter.queue.compute {
             true => (
@@ -565,20 +601,29 @@ impl Lanes<'_> {
         let before = [vk::MemoryBarrier::default()
             .src_access_mask(writes)
             .dst_access_mask(reads | writes)];
+        let (after_stages, after_access) = match self.host_reads {
+            true => (
+                device_stages | vk::PipelineStageFlags::HOST,
+                reads | writes | vk::AccessFlags::HOST_READ,
+            ),
+            false => (device_stages, reads | writes),
+        };
         let after = [vk::MemoryBarrier::default()
             .src_access_mask(writes)
-            .dst_access_mask(vk::AccessFlags::HOST_READ)];
-        // SAFETY: the command buffer is recording.
-        unsafe {
-            device.cmd_pipeline_barrier(
-                cmd,
-                device_stages,
-                device_stages,
-                vk::DependencyFlags::empty(),
-                &before,
-                &[],
-                &[],
-            );
+            .dst_access_mask(after_access)];
+        if self.lead {
+            // SAFETY: the command buffer is recording.
+            unsafe {
+                device.cmd_pipeline_barrier(
+                    cmd,
+                    device_stages,
+                    device_stages,
+                    vk::DependencyFlags::empty(),
+                    &before,
+                    &[],
+                    &[],
+                );
+            }
         }
         if let (Some(q), false) = (self.queries, self.started) {
             // SAFETY: recording; the pool has two queries, reset before being written;
@@ -597,19 +642,17 @@ impl Lanes<'_> {
                 device.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, q, 1)
             };
         }
-        if self.host_reads {
-            // SAFETY: as above.
-            unsafe {
-                device.cmd_pipeline_barrier(
-                    cmd,
-                    device_stages,
-                    vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &after,
-                    &[],
-                    &[],
-                );
-            }
+        // SAFETY: as above.
+        unsafe {
+            device.cmd_pipeline_barrier(
+                cmd,
+                device_stages,
+                after_stages,
+                vk::DependencyFlags::empty(),
+                &after,
+                &[],
+                &[],
+            );
         }
         // SAFETY: as above.
         unsafe { device.end_command_buffer(cmd).vk("vkEndCommandBuffer")? };

@@ -6,11 +6,12 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use crate::error::Result;
-use crate::vk::device::{DeviceShared, QueueRole};
+use crate::vk::device::{DeviceShared, Queue, QueueRole};
 use crate::vk::submit::Submitter;
 
 pub(crate) struct Submitters {
     device: Arc<DeviceShared>,
+    queue: Arc<Queue>,
     role: QueueRole,
     idle: Mutex<Vec<Submitter>>,
 }
@@ -25,9 +26,19 @@ impl Submitters {
     /// A pool for `role`, holding one submitter made now (so that a device that
     /// cannot make one fails at once).
     pub(crate) fn new(device: &Arc<DeviceShared>, role: QueueRole) -> Result<Self> {
-        let first = Submitter::new(device, role, true)?;
+        Self::on_queue(device, device.queue(role).clone(), role)
+    }
+
+    /// As [`Submitters::new`], on `queue`, for work of `role`.
+    pub(crate) fn on_queue(
+        device: &Arc<DeviceShared>,
+        queue: Arc<Queue>,
+        role: QueueRole,
+    ) -> Result<Self> {
+        let first = Submitter::on_queue(device, queue.clone(), role, true)?;
         Ok(Submitters {
             device: device.clone(),
+            queue,
             role,
             idle: Mutex::new(vec![first]),
         })
@@ -38,7 +49,7 @@ impl Submitters {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let sub = match idle {
             Some(s) => s,
-            None => Submitter::new(&self.device, self.role, true)?,
+            None => Submitter::on_queue(&self.device, self.queue.clone(), self.role, true)?,
         };
         Ok(Taken {
             pool: self,

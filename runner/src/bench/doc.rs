@@ -25,6 +25,62 @@ pub struct BenchDoc {
     pub time: String,
     /// One entry per path, host memory and size.
     pub results: Vec<BenchResult>,
+    /// vkcopy's own: the queue each path and size class of copies by the GPU
+    /// took, as measured on its first copy. Absent from the CUDA reference's
+    /// documents, and where the device has one queue for copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueChoice>,
+}
+
+/// The queue a path and size class of copies took, with each queue's time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueChoice {
+    /// `readback`, `upload` or `device_to_device`.
+    pub path: String,
+    /// The class: copies of `class_bytes` up to 4 x `class_bytes`.
+    pub class_bytes: u64,
+    /// Bytes of the copy that was measured.
+    pub bytes: u64,
+    /// The family of the queue the class's copies take.
+    pub family: u32,
+    /// Each queue's best time, the compute queue's first.
+    pub times: Vec<QueueFamilyTime>,
+}
+
+/// One queue's best time for a copy in [`QueueChoice`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QueueFamilyTime {
+    /// The queue's family.
+    pub family: u32,
+    /// Submission to the end of the wait, host clock.
+    pub best_seconds: f64,
+}
+
+impl QueueChoice {
+    /// The JSON's form of one measurement.
+    pub fn new(c: &crate::rt::QueueCalibration) -> Self {
+        use crate::rt::CopyPath;
+        let path = match c.path {
+            CopyPath::HostToDevice => "upload",
+            CopyPath::DeviceToHost => "readback",
+            CopyPath::DeviceToDevice => "device_to_device",
+            CopyPath::HostToHost => "host_to_host",
+        };
+        QueueChoice {
+            path: path.into(),
+            class_bytes: c.min_bytes,
+            bytes: c.bytes,
+            family: c.family(),
+            times: c
+                .times
+                .iter()
+                .map(|t| QueueFamilyTime {
+                    family: t.family,
+                    best_seconds: t.seconds,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One path, host memory and size. Seconds are per copy (per whole round trip for
@@ -128,6 +184,7 @@ impl BenchDoc {
             host: stamp::host_name(),
             time: stamp::utc_now(),
             results: Vec::new(),
+            queues: Vec::new(),
         }
     }
 

@@ -154,6 +154,8 @@ fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, Pat
     })
     .map_err(Failure::Usage)?;
     measured_choices(&ctx).iter().for_each(|l| print(l));
+    let queues = ctx.copy_queue_calibrations();
+    doc.queues = queues.iter().map(doc::QueueChoice::new).collect();
     let messages = ctx.take_validation_messages();
     if !messages.is_empty() {
         return Err(Failure::Validation(format!(
@@ -225,8 +227,10 @@ fn run_breakdown(args: &Args, print: &mut impl FnMut(&str)) -> Result<(), Failur
 
 /// What the context measured to choose its routes: per size class, the CPU's
 /// write against the GPU's copy for uploads into device memory, the CPU's
-/// streaming read against the GPU's copy for readbacks from it, and
-/// `vkCmdCopyBuffer` against the copy shader for device-to-device copies.
+/// streaming read against the GPU's copy for readbacks from it,
+/// `vkCmdCopyBuffer` against the copy shader for device-to-device copies, and
+/// per path and size class each queue's time for a copy by the GPU, with the
+/// family chosen.
 fn measured_choices(ctx: &Context) -> Vec<String> {
     let us = |s: f64| format!("{:.1} us", s * 1e6);
     let mapped = |what: &'static str, cpu: &'static str, list: Vec<MappedCalibration>| {
@@ -252,20 +256,25 @@ fn measured_choices(ctx: &Context) -> Vec<String> {
             c.chosen.name()
         )
     });
-    let queue = ctx.copy_queue_calibration().map(|c| {
+    let queues = ctx.copy_queue_calibrations().into_iter().map(|c| {
+        let times: Vec<String> = c
+            .times
+            .iter()
+            .map(|t| format!("family {} {}", t.family, us(t.seconds)))
+            .collect();
         format!(
-            "small copies (measured on {} {}): compute queue {}, other queue {}: {}",
+            "{} class {} queue (measured on {}): {}: family {}",
             c.path.name(),
+            sizes::format(c.min_bytes),
             sizes::format(c.bytes),
-            us(c.compute_seconds),
-            us(c.other_seconds),
-            if c.other { "other" } else { "compute" }
+            times.join(", "),
+            c.family()
         )
     });
     uploads
         .chain(readbacks)
         .chain(copies)
-        .chain(queue)
+        .chain(queues)
         .collect()
 }
 
