@@ -53,9 +53,10 @@ pub(crate) struct Inner {
     /// submitting at once.
     pub(crate) submitters: Submitters,
     /// Submitters for small copies on queues besides the compute one: the
-    /// transfer family's first (else the compute queue itself, as submissions
-    /// of their own), then one per further transfer-only family; none where
-    /// small copies stay with the blocking work.
+    /// transfer family's first (else a further queue of the compute family, or
+    /// the compute queue itself as submissions of their own), then one per
+    /// further transfer-only family; none where small copies stay with the
+    /// blocking work.
     pub(crate) copy_submitters: Vec<Submitters>,
     /// Which queue takes small copies by the GPU.
     pub(crate) copy_queue: CopyQueue,
@@ -197,8 +198,11 @@ impl Context {
         }
         if small_copy_queue == SmallCopyQueue::Auto {
             // The first copy queue is the upload role's.
+            // A further family that cannot take one is left out.
             for q in device.copy_queues().iter().skip(1) {
-                copy_submitters.push(Submitters::on_queue(&device, q.clone(), QueueRole::Upload)?);
+                if let Ok(s) = Submitters::on_queue(&device, q.clone(), QueueRole::Upload) {
+                    copy_submitters.push(s);
+                }
             }
         }
         // Imports model vkcopy's own copy paths: the Halide policies always stage,

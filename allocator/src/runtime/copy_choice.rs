@@ -164,8 +164,8 @@ pub struct CopyCalibration {
     pub contiguous: bool,
     /// Bytes of the copy that was measured.
     pub bytes: u64,
-    /// Best time of `vkCmdCopyBuffer` on the queue such copies take, by the
-    /// host from submission to the end of the wait, in seconds.
+    /// Best time of `vkCmdCopyBuffer` on the queue such copies take, the whole
+    /// copy as its caller waits for it (host clock), in seconds.
     pub transfer_seconds: f64,
     /// Best time of the copy shader (on the compute queue), the same way.
     pub shader_seconds: f64,

@@ -26,8 +26,8 @@ pub(crate) const MAX_BYTES: u64 = 16 << 20;
 pub struct QueueTime {
     /// The queue's family.
     pub family: u32,
-    /// The copy, submission to the end of the wait, best of the rounds (host
-    /// clock).
+    /// The whole copy as its caller waits for it (staging and submission to
+    /// the end of the wait), best of the rounds (host clock).
     pub seconds: f64,
 }
 

@@ -77,9 +77,10 @@ impl Context {
     /// Copies `plan` from byte `src.1` of one region to byte `dst.1` of another (or
     /// the same) with the copy kernel, where the context's choice and the plan allow.
     /// `transfer` makes the same copy with `vkCmdCopyBuffer` on the queue such
-    /// copies take, for calibration; it is used only between distinct regions. Returns None when the copy is
-    /// left to the caller's `vkCmdCopyBuffer` path, else whether it is done with,
-    /// when profiling, its GPU time in ns. The caller has marked `dst`'s region
+    /// copies take, for calibration; it is used only between distinct regions.
+    /// Returns None when the copy is left to the caller's `vkCmdCopyBuffer`
+    /// path, else whether it is done with, when profiling, its GPU time in ns
+    /// (none for a copy that calibrated, timed by the host). The caller has marked `dst`'s region
     /// (`device_writes_into`): the copy ends without a barrier to the host.
     pub(crate) fn device_copy_by_shader(
         &self,
@@ -158,7 +159,7 @@ impl Context {
     }
 
     /// Makes the copy both ways, each once untimed and then timed by the host
-    /// as the caller waits for it, each way on its own queue, and keeps the
+    /// as the caller waits for it, each way on the queue it takes, and keeps the
     /// faster path for the copy's size class: under a few MiB the queue's
     /// answer outweighs the GPU's time. Each way's copies run one after
     /// another, as a class's repeated copies do (see `on_copy_queue`). Both
@@ -200,6 +201,6 @@ impl Context {
             DeviceCopy::Shader => Via::Shader,
             _ => Via::Transfer,
         };
-        Ok((via, self.profiling().then_some(t.min(k))))
+        Ok((via, None))
     }
 }

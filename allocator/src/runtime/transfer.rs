@@ -247,8 +247,10 @@ impl Context {
     /// once untimed and then timed, and the fastest queue is kept for the
     /// class.
     ///
-    /// Async copies (whose `sub` is their stream's), and copies of a caller's
-    /// `VkBuffer` (which may be exclusive to the compute family), stay on
+    /// Async copies (whose `sub` is their stream's), copies of a caller's
+    /// `VkBuffer` (which may be exclusive to the compute family), and every
+    /// copy once the caller may submit to the compute queue itself (its work
+    /// there is ordered with vkcopy's by that queue's barriers only) stay on
     /// `sub`'s queue. After a wait that timed out, the device is let go idle
     /// first: work the host never saw finish orders nothing on another queue.
     ///
@@ -260,7 +262,7 @@ impl Context {
         mut copy: impl FnMut(&Submitter) -> Result<T>,
     ) -> Result<T> {
         let queues = &self.inner.copy_submitters;
-        if queues.is_empty() || !sub.blocking() || wrapped {
+        if queues.is_empty() || !sub.blocking() || wrapped || sub.queue().shared() {
             return copy(sub);
         }
         let taken = match self.inner.copy_queue.choice(path, bytes) {

@@ -520,10 +520,16 @@ impl Lanes<'_> {
         record: impl FnOnce(vk::CommandBuffer),
     ) -> Result<()> {
         self.wait(i)?;
+        let stamps = self.stamps(last);
+        if stamps.0 {
+            // The queries are reset in this submission: none may be pending in
+            // another lane (one left by a wait that timed out).
+            let submitted = self.c.submitted;
+            self.submitter.wait_value(&mut self.c, submitted)?;
+        }
         let shared = &self.submitter.device;
         shared.usable("a submission")?;
         // Read before recording: a retirement during it only makes the count stale.
-        let stamps = self.stamps(last);
         let kept = key.map(|key| Kept {
             key,
             host_reads: self.host_reads,
@@ -551,9 +557,9 @@ impl Lanes<'_> {
         submitted
     }
 
-    /// Records lane `i`'s command buffer: the barrier before, `record`, the
-    /// barrier to the host where it reads the writes. `once`: it is submitted
-    /// only once.
+    /// Records lane `i`'s command buffer: the barrier before where the caller
+    /// shares the queue, `record`, the barrier after (to the host too where it
+    /// reads the writes). `once`: it is submitted only once.
     fn record(
         &mut self,
         i: usize,
