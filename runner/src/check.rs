@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::discover::{case_files, cases_root, misnamed_files};
-use crate::expectations::Expectations;
-use crate::layers::Layer;
-use crate::plan;
-use crate::rt::MemoryTable;
+use vkcopy_engine::discover::{case_files, cases_root, misnamed_files};
+use vkcopy_engine::expectations::Expectations;
+use vkcopy_engine::layers::Layer;
+use vkcopy_engine::plan;
+use vkcopy_engine::rt::MemoryTable;
 
 /// What a check looked at and what it found.
 #[derive(Debug, Default)]
@@ -165,8 +165,9 @@ fn misnamed(paths: &[PathBuf]) -> Vec<String> {
 /// Reads a recorded table as the suite does: a regular file of bounded size,
 /// without YAML tags.
 fn read_table(path: &Path) -> Result<(), String> {
-    let src = crate::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::error::refuse_tags(path, &src).map_err(|e| e.to_string())?;
+    let src =
+        vkcopy_engine::files::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    vkcopy_engine::error::refuse_tags(path, &src).map_err(|e| e.to_string())?;
     MemoryTable::from_yaml_str(&src, &path.display().to_string())
         .map(drop)
         .map_err(|e| e.to_string())

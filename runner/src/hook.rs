@@ -27,7 +27,7 @@ pub fn before(name: &str) -> Option<Outcome> {
     let spec = std::env::var(VAR).ok()?;
     let action = spec.split(',').find_map(|rule| {
         let (action, glob) = rule.split_once(':')?;
-        crate::discover::name_matches(glob.trim(), name).then(|| action.trim().to_owned())
+        vkcopy_engine::discover::name_matches(glob.trim(), name).then(|| action.trim().to_owned())
     })?;
     match action.as_str() {
         "panic" => panic!("{VAR}: a panic in {name}"),

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::schema::SCHEMA_FILE;
+use vkcopy_engine::schema::SCHEMA_FILE;
 
 /// The file of case `name` (`basic/my_case` or `basic::my_case`) below `root`.
 pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
@@ -46,7 +46,9 @@ pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
 pub fn schema_path(root: &Path, dir: &Path) -> Option<String> {
     let dir = dir.canonicalize().ok()?;
     let root = root.canonicalize().ok()?;
-    let own = crate::discover::home().join("cases").join(SCHEMA_FILE);
+    let own = vkcopy_engine::discover::home()
+        .join("cases")
+        .join(SCHEMA_FILE);
     let schema = dir
         .ancestors()
         .take_while(|d| d.starts_with(&root))
@@ -171,12 +173,12 @@ mod tests {
 
     #[test]
     fn skeleton_points_at_the_schema_and_parses() {
-        let root = crate::discover::cases_root();
+        let root = vkcopy_engine::discover::cases_root();
         let schema = schema_path(&root, &root.join("basic"));
         assert_eq!(schema.as_deref(), Some("../case.schema.json"));
         let text = skeleton(schema.as_deref(), Some("test/correctness/device_crop.cpp"));
         assert!(text.starts_with("# yaml-language-server: $schema=../case.schema.json\n"));
-        let plan = crate::plan::parse(&root, &root.join("basic/new.yaml"), &text).unwrap();
+        let plan = vkcopy_engine::plan::parse(&root, &root.join("basic/new.yaml"), &text).unwrap();
         assert_eq!(
             plan.mirrors.as_deref(),
             Some("test/correctness/device_crop.cpp")

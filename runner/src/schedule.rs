@@ -45,7 +45,7 @@ pub struct Stop {
 /// The tag of cases that run alone: speed cases, which other cases running
 /// beside them would slow (as nextest's test groups and Halide's performance
 /// lock keep them apart).
-pub const EXCLUSIVE_TAG: &str = crate::plan::PERF_TAG;
+pub const EXCLUSIVE_TAG: &str = vkcopy_engine::plan::PERF_TAG;
 
 /// Runs `entries`: first those without the [`EXCLUSIVE_TAG`] over `jobs`
 /// workers, then those with it one at a time, with nothing beside them.

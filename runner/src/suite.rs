@@ -4,17 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::discover::{case_files, name_matches};
-use crate::exec;
-use crate::expectations::Expectations;
-use crate::layers::DeviceKeys;
 use crate::outcome::{Outcome, Status};
-use crate::plan::{self, CasePlan};
 use crate::report::driver_version_name;
 use crate::report::{CaseRecord, DeviceRecord, MemoryRecord, Report, ToolRecord};
-use crate::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Policy};
-use crate::runtime::Choice;
-use crate::steps::compute;
+use vkcopy_engine::discover::{case_files, name_matches};
+use vkcopy_engine::exec;
+use vkcopy_engine::expectations::Expectations;
+use vkcopy_engine::layers::DeviceKeys;
+use vkcopy_engine::plan::{self, CasePlan};
+use vkcopy_engine::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Kernels, Policy};
+use vkcopy_engine::runtime::{Choice, Target};
 
 /// The device the suite runs on, as found by opening it once.
 #[derive(Clone, Debug)]
@@ -44,7 +43,7 @@ pub fn check_device(want: &str, device: &Result<Device, String>) -> Result<(), S
         .as_ref()
         .map_err(|e| format!("expected device '{want}', but there is no Vulkan device: {e}"))?;
     let name = &d.record.name;
-    let ok = match crate::requires::DeviceReq::parse(want) {
+    let ok = match vkcopy_engine::requires::DeviceReq::parse(want) {
         Some(t) => t.accepts(d.device_type),
         None => name.to_lowercase().contains(&want.to_lowercase()),
     };
@@ -70,7 +69,11 @@ pub fn probe(options: &ContextOptions) -> Result<Result<Device, String>, Error> 
     let i = ctx.info();
     let unsupported = ElemType::ALL
         .iter()
-        .filter_map(|&e| compute::unsupported(&ctx, &[e]).map(|why| (e, why)))
+        .filter_map(|&e| {
+            Kernels::kernel_supports(&ctx, e)
+                .err()
+                .map(|why| (e, why.to_string()))
+        })
         .collect();
     Ok(Ok(Device {
         record: DeviceRecord {
@@ -101,7 +104,7 @@ pub struct Config {
     /// [`default_expectations`] that exist.
     pub expectations: Vec<PathBuf>,
     /// The runtime under test.
-    pub runtime: Choice,
+    pub runtime: Target,
 }
 
 /// `reports/expectations/` beside the cases folder `cases`.
@@ -114,7 +117,7 @@ pub fn expectations_dir(cases: &Path) -> PathBuf {
 
 /// The expectation files a run reads by itself, in the order an entry is
 /// looked for: the device's layers of `reports/expectations/` next to the cases
-/// folder, the most specific first ([`crate::layers`]), then `policy-<policy>.yaml`
+/// folder, the most specific first ([`vkcopy_engine::layers`]), then `policy-<policy>.yaml`
 /// under a policy other than the default. Another runtime than vkcopy reads its
 /// own `runtime-<name>.yaml` alone: its failures are its own.
 pub fn default_expectations(
@@ -161,7 +164,7 @@ pub struct Selection {
     /// Only these names (a re-run of failures).
     pub names: Option<Vec<String>>,
     /// `(k, n)`: the k-th of n shards (1-based), by a hash of each case's name
-    /// ([`crate::shard`]), with the cases marked `every_shard` in every shard.
+    /// ([`vkcopy_fleet::shard`]), with the cases marked `every_shard` in every shard.
     pub shard: Option<(usize, usize)>,
     /// One case in `n`, by another hash of the name (`--fraction`, a sample for
     /// pre-merge runs), with the `every_shard` cases.
@@ -175,10 +178,10 @@ impl Selection {
         every_shard
             || (self
                 .shard
-                .is_none_or(|(k, n)| crate::shard::in_shard(name, k, n))
+                .is_none_or(|(k, n)| vkcopy_fleet::shard::in_shard(name, k, n))
                 && self
                     .fraction
-                    .is_none_or(|n| crate::shard::in_fraction(name, n)))
+                    .is_none_or(|n| vkcopy_fleet::shard::in_fraction(name, n)))
     }
 
     /// Whether a case of `name` and `tags` is selected (before sharding).
@@ -263,7 +266,7 @@ pub struct Suite {
     /// The options of every context the cases run on.
     pub options: ContextOptions,
     /// The runtime under test.
-    pub runtime: Choice,
+    pub runtime: Target,
     /// The device, or why there is none.
     pub device: Result<Device, String>,
     /// Known failures and flakes, from `expectations_files`.
@@ -282,7 +285,7 @@ impl Suite {
                 &config.cases,
                 &d.keys,
                 config.options.policy,
-                &config.runtime,
+                config.runtime.choice(),
             )
             .into_iter()
             .filter(|p| p.is_file())
@@ -321,7 +324,7 @@ impl Suite {
         let mut out = Vec::new();
         let mut admitted = 0;
         for path in case_files(&self.root)? {
-            let name = plan::case_name(&self.root, &path);
+            let name = vkcopy_engine::discover::case_name(&self.root, &path);
             // By name first: a case left out is not even loaded.
             let by_name = Selection {
                 tags: Vec::new(),
@@ -368,7 +371,7 @@ impl Suite {
     }
 
     fn decide_plan(&self, plan: CasePlan) -> Decision {
-        if let Some(why) = crate::exec::unsupported(&plan, &self.runtime) {
+        if let Some(why) = vkcopy_engine::exec::unsupported(&plan, &self.runtime) {
             return Decision::Skip(why);
         }
         if !plan.needs_device() {
@@ -449,10 +452,10 @@ impl Suite {
             expectations: self
                 .expectations_files
                 .iter()
-                .map(|p| crate::files::shown(p))
+                .map(|p| vkcopy_engine::files::shown(p))
                 .collect(),
-            host: crate::stamp::host_name(),
-            started: crate::stamp::utc_now(),
+            host: vkcopy_engine::stamp::host_name(),
+            started: vkcopy_engine::stamp::utc_now(),
             seconds: 0.0,
             resumed: 0,
             device: self
@@ -460,7 +463,7 @@ impl Suite {
                 .as_ref()
                 .map(|d| d.record.clone())
                 .unwrap_or_default(),
-            policy: match self.runtime.halide_name() {
+            policy: match self.runtime.choice().halide_name() {
                 Some(name) => format!("halide-runtime-{name}"),
                 None => self.options.policy.to_string(),
             },

@@ -13,11 +13,11 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::exec;
 use crate::outcome::{Outcome, Status};
-use crate::plan;
-use crate::rt::ContextOptions;
-use crate::runtime::Choice;
+use vkcopy_engine::exec;
+use vkcopy_engine::plan;
+use vkcopy_engine::rt::ContextOptions;
+use vkcopy_engine::runtime::{Choice, Target};
 
 /// The start of a result line on a worker's stdout; any other line is output.
 const MARK: &str = "\u{1e}vkcopy-suite-result ";
@@ -274,7 +274,7 @@ fn describe_exit(status: ExitStatus) -> String {
 pub fn serve(
     root: &Path,
     options: &ContextOptions,
-    runtime: &Choice,
+    runtime: &Target,
     input: impl BufRead,
 ) -> Result<(), String> {
     for line in input.lines() {
@@ -306,8 +306,8 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use super::{Overrides, Spawn};
-    use crate::runtime::Choice;
     use std::path::Path;
+    use vkcopy_engine::runtime::Choice;
 
     /// Halide's runtime keeps its state in process globals: each case gets a
     /// worker of its own, told the runtime on its command line.

@@ -9,9 +9,12 @@ fn repo() -> &'static Path {
 }
 
 /// The folders whose `.rs` files are modules.
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 9] = [
     "allocator/src",
     "kernels/src",
+    "engine/src",
+    "halide-harness/src",
+    "fleet/src",
     "runner/src",
     "results/src",
     "halide-abi/src",
@@ -19,8 +22,11 @@ const SOURCES: [&str; 6] = [
 ];
 
 /// Where a path named in ARCHITECTURE.md is checked to exist.
-const CHECKED: [&str; 10] = [
+const CHECKED: [&str; 13] = [
     "results/",
+    "engine/",
+    "halide-harness/",
+    "fleet/",
     "allocator/",
     "halide-abi/",
     "halide-ffi/",

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use vkcopy_suite::discover::{case_files, cases_root};
+use vkcopy_engine::discover::{case_files, cases_root};
 
 fn suite() -> Command {
     Command::new(env!("CARGO_BIN_EXE_vkcopy-suite"))

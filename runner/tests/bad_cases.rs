@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use vkcopy_suite::discover::cases_root;
-use vkcopy_suite::plan;
+use vkcopy_engine::discover::cases_root;
+use vkcopy_engine::plan;
 
 #[test]
 fn every_bad_case_fails_with_its_located_error() {

@@ -17,9 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use vkcopy_suite::discover::cases_root;
-use vkcopy_suite::rt::ContextOptions;
-use vkcopy_suite::runtime::Choice;
+use vkcopy_engine::discover::cases_root;
+use vkcopy_engine::rt::ContextOptions;
+
 use vkcopy_suite::schedule::{self, Schedule, DEFAULT_TIMEOUT};
 use vkcopy_suite::suite::{Config, Decision, Suite};
 use vkcopy_suite::worker::{Overrides, Spawn, Worker};
@@ -38,21 +38,21 @@ fn main() {
     // Speed is reported here, not held, unless asked for: other load on the
     // machine would decide the verdict (scripts/test.sh holds it in a run of
     // its own).
-    if std::env::var_os(vkcopy_suite::SPEED_VAR).is_none() {
-        std::env::set_var(vkcopy_suite::SPEED_VAR, "report");
+    if std::env::var_os(vkcopy_engine::SPEED_VAR).is_none() {
+        std::env::set_var(vkcopy_engine::SPEED_VAR, "report");
     }
     let options = ContextOptions::from_env().unwrap_or_else(|e| exit(e.to_string()));
     let config = Config {
         cases: cases_root(),
         options,
         expectations: Vec::new(),
-        runtime: Choice::from_env().unwrap_or_else(|e| exit(e)),
+        runtime: vkcopy_suite::target::from_env().unwrap_or_else(|e| exit(e)),
     };
     let spawn = Spawn::new(
         Path::new(env!("CARGO_BIN_EXE_vkcopy-suite")),
         &config.cases,
         &Overrides {
-            runtime: config.runtime.clone(),
+            runtime: config.runtime.choice().clone(),
             ..Overrides::default()
         },
     );

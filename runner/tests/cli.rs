@@ -1555,10 +1555,10 @@ fn an_archive_runs_the_suite_where_there_is_no_rust() {
         stdout.starts_with(&format!("wrote {}", file.display())),
         "{stdout}"
     );
-    let m = vkcopy_suite::archive::read_manifest(&file).unwrap();
+    let m = vkcopy_fleet::archive::read_manifest(&file).unwrap();
     let has = |p: &str| m.files.iter().any(|f| f.path == p);
     for p in [
-        vkcopy_suite::archive::BINARY,
+        vkcopy_fleet::archive::BINARY,
         "cases/basic/copy_to_host_48mb.yaml",
         "cases/devices/lavapipe.yaml",
         "cases/case.schema.json",
@@ -1568,7 +1568,7 @@ fn an_archive_runs_the_suite_where_there_is_no_rust() {
     ] {
         assert!(has(p), "{p} not in {:?}", m.files);
     }
-    let cases = vkcopy_suite::discover::case_files(&repo().join("cases")).unwrap();
+    let cases = vkcopy_engine::discover::case_files(&repo().join("cases")).unwrap();
     let carried = m
         .files
         .iter()
@@ -1640,7 +1640,7 @@ fn an_archive_runs_the_suite_where_there_is_no_rust() {
     assert_eq!(code, Some(0), "{stdout}");
     assert!(stdout.contains("2 passed, 0 failed"), "{stdout}");
     // `new` there hints with the archived binary, not cargo.
-    let bin = unpacked.join(vkcopy_suite::archive::BINARY);
+    let bin = unpacked.join(vkcopy_fleet::archive::BINARY);
     let out = Command::new(&bin)
         .current_dir(&work)
         .args(["new", "basic/hint_probe"])

@@ -3,8 +3,8 @@
 
 mod common;
 
+use vkcopy_engine::rt::ContextOptions;
 use vkcopy_suite::outcome::{Outcome, Status};
-use vkcopy_suite::rt::ContextOptions;
 
 fn run(case: &str) -> Option<Outcome> {
     common::run_case("case.yaml", case, &ContextOptions::from_env().unwrap())

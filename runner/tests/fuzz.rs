@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use vkcopy_suite::discover::cases_root;
-use vkcopy_suite::plan;
-use vkcopy_suite::rt::MemoryTable;
+use vkcopy_engine::discover::cases_root;
+use vkcopy_engine::plan;
+use vkcopy_engine::rt::MemoryTable;
 
 /// Seconds each target runs: `FUZZ_SECS`, default 60 with `CI` set, else 10.
 fn seconds() -> u64 {

@@ -270,7 +270,7 @@ steps:
 
 #[test]
 fn runtime_names_resolve() {
-    use vkcopy_suite::runtime::Choice;
+    use vkcopy_engine::runtime::Choice;
     assert_eq!(Choice::resolve("vkcopy", repo()), Ok(Choice::Vkcopy));
     let e = Choice::resolve("halide:0.0.0", repo()).unwrap_err();
     assert!(

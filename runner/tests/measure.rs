@@ -5,8 +5,8 @@
 
 mod common;
 
+use vkcopy_engine::rt::ContextOptions;
 use vkcopy_suite::outcome::{Outcome, Status};
-use vkcopy_suite::rt::ContextOptions;
 
 /// A case no device can pass on speed: 1 MiB readback at 1e6 GB/s, and at
 /// 1000x a host memcpy.
@@ -41,12 +41,12 @@ fn thresholds_fail_on_a_gpu_and_are_reported_on_a_cpu_device() {
     let Ok(Ok(device)) = vkcopy_suite::suite::probe(&options) else {
         return;
     };
-    if std::env::var_os(vkcopy_suite::SPEED_VAR).is_some() {
-        eprintln!("skipped: {} is set", vkcopy_suite::SPEED_VAR);
+    if std::env::var_os(vkcopy_engine::SPEED_VAR).is_some() {
+        eprintln!("skipped: {} is set", vkcopy_engine::SPEED_VAR);
         return;
     }
     let Some(out) = run(false) else { return };
-    if device.device_type == vkcopy_suite::rt::DeviceType::Cpu {
+    if device.device_type == vkcopy_engine::rt::DeviceType::Cpu {
         assert_eq!(out.status, Status::Pass, "{}", out.message);
         let speed = out.measurements[0].not_held.as_deref().unwrap_or_default();
         assert!(

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use vkcopy_engine::rt::{Buffer, Context, ContextOptions, MemoryTable, Policy, Role};
 use vkcopy_suite::outcome::Status;
-use vkcopy_suite::rt::{Buffer, Context, ContextOptions, MemoryTable, Policy, Role};
 use vkcopy_suite::suite::probe;
 
 fn repo() -> &'static Path {
@@ -79,7 +79,7 @@ fn select_answers_what_the_runtime_places_for_every_role_on_every_table() {
             );
             p.role
         };
-        let mut small = Buffer::new("small", vkcopy_suite::rt::ElemType::U8, &[4096]).unwrap();
+        let mut small = Buffer::new("small", vkcopy_engine::rt::ElemType::U8, &[4096]).unwrap();
         ctx.device_malloc(&mut small).unwrap();
         let role = check("a 4 KiB buffer's device memory", None);
         assert_eq!(
@@ -89,14 +89,14 @@ fn select_answers_what_the_runtime_places_for_every_role_on_every_table() {
             path.display()
         );
         mapped_seen += usize::from(role == Role::DeviceMapped);
-        let mut big = Buffer::new("big", vkcopy_suite::rt::ElemType::U8, &[8 << 20]).unwrap();
+        let mut big = Buffer::new("big", vkcopy_engine::rt::ElemType::U8, &[8 << 20]).unwrap();
         big.fill(|c| c[0] & 0xff).unwrap();
         ctx.copy_to_device(&mut big).unwrap();
         check("an 8 MiB upload's staging", Some(Role::Upload));
         big.set_device_dirty(true);
         ctx.copy_to_host(&mut big).unwrap();
         check("an 8 MiB readback's staging", Some(Role::Readback));
-        let mut large = Buffer::new("large", vkcopy_suite::rt::ElemType::U8, &[8 << 20]).unwrap();
+        let mut large = Buffer::new("large", vkcopy_engine::rt::ElemType::U8, &[8 << 20]).unwrap();
         ctx.device_malloc(&mut large).unwrap();
         check("an 8 MiB buffer's device memory", Some(Role::Device));
         drop((small, big, large));
@@ -131,12 +131,12 @@ steps:
 ";
     let path = dir.path().join("old.yaml");
     std::fs::write(&path, case).unwrap();
-    let plan = vkcopy_suite::plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
+    let plan = vkcopy_engine::plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
     if !device_here() {
         return;
     }
     let options = ContextOptions::default();
-    let out = vkcopy_suite::exec::run(&plan, &options, &vkcopy_suite::runtime::Choice::Vkcopy);
+    let out = vkcopy_engine::exec::run(&plan, &options, &vkcopy_engine::runtime::Target::vkcopy());
     assert_eq!(out.status, Status::Pass, "{}", out.message);
     assert_eq!(out.placements.len(), 1, "{:?}", out.placements);
     assert_eq!(out.placements[0].role, "device_mapped");
@@ -169,11 +169,11 @@ steps:
         );
         let path = dir.path().join("check.yaml");
         std::fs::write(&path, case).unwrap();
-        let plan = vkcopy_suite::plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
-        vkcopy_suite::exec::run(
+        let plan = vkcopy_engine::plan::load(dir.path(), &path).unwrap_or_else(|e| panic!("{e}"));
+        vkcopy_engine::exec::run(
             &plan,
             &ContextOptions::default(),
-            &vkcopy_suite::runtime::Choice::Vkcopy,
+            &vkcopy_engine::runtime::Target::vkcopy(),
         )
     };
     if !device_here() {

@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use vkcopy_suite::discover::{case_files, cases_root};
-use vkcopy_suite::{plan, reference, schema, step_table};
+use vkcopy_engine::discover::{case_files, cases_root};
+use vkcopy_engine::reference;
+use vkcopy_engine::step_table;
+use vkcopy_engine::{plan, schema};
 
 fn committed(file: &str) -> String {
     let path = cases_root().join(file);
@@ -35,7 +37,8 @@ fn committed_schema_and_reference_are_current() {
         reference::REFERENCE_FILE
     );
     assert!(
-        committed(step_table::RUNTIMES_FILE) == step_table::text(&cases_root()).unwrap(),
+        committed(step_table::RUNTIMES_FILE)
+            == step_table::text(&cases_root(), vkcopy_suite::target::RUNTIMES).unwrap(),
         "cases/{} is stale; {fix}",
         step_table::RUNTIMES_FILE
     );
@@ -45,7 +48,7 @@ fn committed_schema_and_reference_are_current() {
 /// so the table of steps on each runtime has a row read off a real case.
 #[test]
 fn every_step_is_in_the_runtimes_table_from_a_case() {
-    let table = step_table::text(&cases_root()).unwrap();
+    let table = step_table::text(&cases_root(), vkcopy_suite::target::RUNTIMES).unwrap();
     let unused: Vec<&str> = table
         .lines()
         .filter(|l| l.contains("(no case uses it)"))

@@ -1,11 +1,11 @@
 //! The suite catches what it claims to: each regression case fails when the
 //! Halide bug it is written against is brought back, and passes without it.
 
-use vkcopy_suite::discover::{case_files, cases_root};
-use vkcopy_suite::exec;
+use vkcopy_engine::discover::{case_files, cases_root};
+use vkcopy_engine::exec;
+use vkcopy_engine::plan;
+use vkcopy_engine::rt::{ContextOptions, Emulate, Policy};
 use vkcopy_suite::outcome::Status;
-use vkcopy_suite::plan;
-use vkcopy_suite::rt::{ContextOptions, Emulate, Policy};
 use vkcopy_suite::suite::probe;
 
 /// Options for the default device, or None where this machine has no Vulkan.
@@ -25,7 +25,7 @@ fn run(case: &str, options: &ContextOptions) -> (Status, String) {
     let root = cases_root();
     let path = root.join(format!("{}.yaml", case.replace("::", "/")));
     let plan = plan::load(&root, &path).unwrap_or_else(|e| panic!("{e}"));
-    let out = exec::run(&plan, options, &vkcopy_suite::runtime::Choice::Vkcopy);
+    let out = exec::run(&plan, options, &vkcopy_engine::runtime::Target::vkcopy());
     (out.status, out.message)
 }
 
@@ -125,7 +125,8 @@ fn failing_under(policy: Policy) -> Option<Vec<String>> {
         if plan.tags.iter().any(|t| t == "perf") {
             continue;
         }
-        if exec::run(&plan, &options, &vkcopy_suite::runtime::Choice::Vkcopy).status == Status::Fail
+        if exec::run(&plan, &options, &vkcopy_engine::runtime::Target::vkcopy()).status
+            == Status::Fail
         {
             failed.push(plan.name);
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::bench::paths::BenchPath;
 use crate::bench::sizes::{self, GIB, KIB, MIB};
 use crate::bench::sweep::Plan;
-use crate::rt::DeviceType;
+use vkcopy_engine::rt::DeviceType;
 
 /// The sizes of the CUDA reference's default sweep.
 pub const DEFAULT_SIZES: [u64; 7] = [4 * KIB, 64 * KIB, MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB];

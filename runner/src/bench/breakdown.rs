@@ -12,7 +12,7 @@ use crate::bench::host::{self, HostMemory};
 use crate::bench::paths::{self, BenchPath, Pair};
 use crate::bench::sizes;
 use crate::bench::sweep::WARMUP;
-use crate::rt::{Context, SubmitSteps};
+use vkcopy_engine::rt::{Context, SubmitSteps};
 
 /// Sizes of the breakdown unless `--sizes` says otherwise: where the fixed cost
 /// shows.

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stamp;
-use crate::timing::{gbps, Samples};
+use vkcopy_engine::stamp;
+use vkcopy_engine::timing::{gbps, Samples};
 
 /// One run of a bench: who made it, on what, and its results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,8 +58,8 @@ pub struct QueueFamilyTime {
 
 impl QueueChoice {
     /// The JSON's form of one measurement.
-    pub fn new(c: &crate::rt::QueueCalibration) -> Self {
-        use crate::rt::CopyPath;
+    pub fn new(c: &vkcopy_engine::rt::QueueCalibration) -> Self {
+        use vkcopy_engine::rt::CopyPath;
         let path = match c.path {
             CopyPath::HostToDevice => "upload",
             CopyPath::DeviceToHost => "readback",
@@ -129,7 +129,7 @@ pub struct FloorTime {
 
 impl FloorTime {
     /// The JSON's form of one family's time.
-    pub fn new(t: &crate::rt::floor::FamilyTime) -> Self {
+    pub fn new(t: &vkcopy_engine::rt::floor::FamilyTime) -> Self {
         FloorTime {
             family: t.family,
             flags: format!("{:?}", t.flags),

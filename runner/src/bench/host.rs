@@ -1,6 +1,6 @@
 //! The host memory that a readback writes or an upload reads.
 
-use crate::rt::{Buffer, Context, ElemType, HostBytes};
+use vkcopy_engine::rt::{Buffer, Context, ElemType, HostBytes};
 
 /// Kinds of host memory the bench copies to and from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ impl HostMemory {
                 let start = addr.next_multiple_of(PAGE) + 16 - addr;
                 let host = HostBytes::from_vec_range(v, start..start + len)
                     .ok_or_else(|| format!("{name}: {bytes} bytes of host memory"))?;
-                let dims = crate::rt::dense_dims(&[extent]);
+                let dims = vkcopy_engine::rt::dense_dims(&[extent]);
                 Buffer::from_host(name, ElemType::U8, dims, host)
             }
         }
@@ -59,7 +59,7 @@ pub const DEVICE: &str = "device";
 /// A `u8` buffer of `bytes` with device memory only.
 pub fn device_buffer(ctx: &Context, name: &str, bytes: u64) -> Result<Buffer, String> {
     let extent = i64::try_from(bytes).map_err(|e| e.to_string())?;
-    let dims = crate::rt::dense_dims(&[extent]);
+    let dims = vkcopy_engine::rt::dense_dims(&[extent]);
     let mut b = Buffer::with_dims(name, ElemType::U8, dims, false).map_err(|e| e.to_string())?;
     ctx.device_malloc(&mut b).map_err(|e| e.to_string())?;
     Ok(b)

@@ -7,7 +7,7 @@
 //! | `args` | the command line |
 //! | `sizes` | `4KiB`-style sizes, read and written |
 //! | [`doc`] | the JSON document, read and written (one set of serde structs) |
-//! | `crate::stamp` | host name and UTC time of a run |
+//! | `vkcopy_engine::stamp` | host name and UTC time of a run |
 //! | `host` | the kinds of host memory a copy reads or writes |
 //! | `paths` | the copy paths and one copy of each |
 //! | `sweep` | running the sweep on a context |
@@ -21,6 +21,7 @@ pub(crate) mod breakdown;
 pub(crate) mod chart;
 pub(crate) mod compare;
 pub mod doc;
+pub(crate) mod halide;
 pub(crate) mod host;
 pub(crate) mod overlap;
 pub(crate) mod paths;
@@ -30,9 +31,9 @@ pub(crate) mod sweep;
 use std::path::{Path, PathBuf};
 
 use crate::report::device_slug;
-use crate::rt::{Context, ContextOptions, MappedCalibration};
 pub use args::Args;
 use doc::BenchDoc;
+use vkcopy_engine::rt::{Context, ContextOptions, MappedCalibration};
 
 /// Why `bench` stopped: bad input or no device (exit code 2), or validation
 /// messages during the sweep (exit code 1).
@@ -95,19 +96,19 @@ pub fn main(args: &Args, mut print: impl FnMut(&str)) -> Result<(), Failure> {
 
 /// The sweep on Halide's runtime, as a table.
 fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Result<(), Failure> {
-    let root = crate::discover::cases_root();
-    let choice = crate::runtime::Choice::resolve(runtime, &root.join(".."));
+    let root = vkcopy_engine::discover::cases_root();
+    let choice = vkcopy_engine::runtime::Choice::resolve(runtime, &root.join(".."));
     let lib = match choice.clone() {
-        Ok(crate::runtime::Choice::Halide(lib)) => lib,
-        Ok(crate::runtime::Choice::Vkcopy) => {
+        Ok(vkcopy_engine::runtime::Choice::Halide(lib)) => lib,
+        Ok(vkcopy_engine::runtime::Choice::Vkcopy) => {
             return Err(Failure::Usage(
                 "--runtime vkcopy: leave --runtime out".into(),
             ))
         }
         Err(e) => return Err(Failure::Usage(format!("--runtime {e}"))),
     };
-    let halide = crate::halide::ffi::library(&lib).map_err(Failure::Usage)?;
-    let plan = args.plan(crate::rt::DeviceType::DiscreteGpu);
+    let halide = halide_harness::ffi::library(&lib).map_err(Failure::Usage)?;
+    let plan = args.plan(vkcopy_engine::rt::DeviceType::DiscreteGpu);
     print(&format!(
         "Halide {} ({}), best of {} timed runs (at most {} from {}) after {} warm-up copies, host clock",
         choice.ok().and_then(|c| c.halide_name()).unwrap_or_default(),
@@ -125,9 +126,8 @@ fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Resul
         sizes::format(sweep::BIG),
         sweep::WARMUP
     ));
-    print(crate::halide::bench::HEADING);
-    crate::halide::bench::run(halide, &plan.sizes, args.repeat, |r| print(&r.line()))
-        .map_err(Failure::Usage)
+    print(halide::HEADING);
+    halide::run(halide, &plan.sizes, args.repeat, |r| print(&r.line())).map_err(Failure::Usage)
 }
 
 fn run_sweep(args: &Args, print: &mut impl FnMut(&str)) -> Result<(BenchDoc, PathBuf), Failure> {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::host::{self, HostMemory};
 use crate::bench::sizes;
-use crate::rt::{Buffer, Context, ElemType, Expr, Kernels};
+use vkcopy_engine::rt::{Buffer, Context, ElemType, Expr, Kernels};
 
 /// What one concurrency measurement found.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -89,7 +89,7 @@ pub fn run(ctx: &Context, bytes: u64, runs: u32) -> Result<Vec<OverlapResult>, S
     drop(probe);
     let target = |elems: f64| -> Result<Buffer, String> {
         let elems = elems.clamp(1024.0, (1u64 << 28) as f64) as i64;
-        let dims = crate::rt::dense_dims(&[elems]);
+        let dims = vkcopy_engine::rt::dense_dims(&[elems]);
         let mut b = Buffer::with_dims("target", ElemType::I32, dims, false).map_err(err)?;
         ctx.device_malloc(&mut b).map_err(err)?;
         Ok(b)

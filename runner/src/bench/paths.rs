@@ -1,7 +1,7 @@
 //! The copy paths of the bench, named as the CUDA reference names them, and
 //! one copy of each on a context.
 
-use crate::rt::{Buffer, Context, CopyPath, Error};
+use vkcopy_engine::rt::{Buffer, Context, CopyPath, Error};
 
 /// A copy path of the sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]

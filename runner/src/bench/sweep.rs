@@ -8,9 +8,9 @@ use crate::bench::doc::{BenchResult, FloorTime};
 use crate::bench::host::{self, HostMemory};
 use crate::bench::paths::{self, BenchPath, Pair, ROUND_TRIP_MAX};
 use crate::bench::sizes;
-use crate::rt::floor::Floor;
-use crate::rt::Context;
-use crate::timing;
+use vkcopy_engine::rt::floor::Floor;
+use vkcopy_engine::rt::Context;
+use vkcopy_engine::timing;
 
 /// Untimed copies before the timed ones: imports, staging, first touches.
 pub const WARMUP: u32 = 2;

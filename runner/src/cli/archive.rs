@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use vkcopy_suite::archive::{self, Manifest, Sources};
+use vkcopy_fleet::archive::{self, Manifest, Sources};
 
 use super::fail;
 
@@ -42,7 +42,7 @@ pub fn archive(args: &Args) -> ExitCode {
             "warning: carrying a debug build; `cargo run --release -p vkcopy-suite -- archive ...` carries a release one"
         );
     }
-    let home = vkcopy_suite::discover::home();
+    let home = vkcopy_engine::discover::home();
     let src = Sources {
         home: &home,
         binary: &binary,

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use vkcopy_suite::plan;
-use vkcopy_suite::rt::Policy;
+use vkcopy_engine::rt::Policy;
 
 use super::{fail, print, CasesArg};
 
@@ -19,10 +18,10 @@ pub struct ListArgs {
 /// Prints the name of every case, as `run --filter` takes it.
 pub fn list(args: &ListArgs) -> ExitCode {
     let root = args.cases.root();
-    match vkcopy_suite::discover::case_files(&root) {
+    match vkcopy_engine::discover::case_files(&root) {
         Ok(files) => {
             for f in files {
-                out!("{}", plan::case_name(&root, &f));
+                out!("{}", vkcopy_engine::discover::case_name(&root, &f));
             }
             ExitCode::SUCCESS
         }
@@ -66,7 +65,9 @@ pub struct SchemaArgs {
 
 /// Prints the case schema or reference, or writes them with the results schema.
 pub fn schema(args: &SchemaArgs) -> ExitCode {
-    use vkcopy_suite::{reference, report, schema};
+    use vkcopy_engine::reference;
+    use vkcopy_engine::schema;
+    use vkcopy_suite::report;
     if !args.write {
         print(&if args.markdown {
             reference::text()
@@ -76,12 +77,12 @@ pub fn schema(args: &SchemaArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let root = args.cases.root();
-    let table = match vkcopy_suite::step_table::text(&root) {
+    let table = match vkcopy_engine::step_table::text(&root, vkcopy_suite::target::RUNTIMES) {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
     for (file, text) in [
-        (vkcopy_suite::step_table::RUNTIMES_FILE, table),
+        (vkcopy_engine::step_table::RUNTIMES_FILE, table),
         (schema::SCHEMA_FILE, schema::case_schema_text()),
         (reference::REFERENCE_FILE, reference::text()),
         (
@@ -129,16 +130,16 @@ pub fn new_case(args: &NewArgs) -> ExitCode {
                 .and_then(|h| path.strip_prefix(h).ok())
                 .unwrap_or(&path);
             // From an unpacked archive there is no cargo: this binary runs them.
-            let home = vkcopy_suite::discover::home();
+            let home = vkcopy_engine::discover::home();
             let me = match std::env::current_exe() {
-                Ok(exe) if vkcopy_suite::archive::is_unpacked(&home) => exe.display().to_string(),
+                Ok(exe) if vkcopy_fleet::archive::is_unpacked(&home) => exe.display().to_string(),
                 _ => "cargo run -q -p vkcopy-suite --".to_owned(),
             };
             out!("wrote {}", shown.display());
             out!("check it: {me} check{cases_arg} {}", shown.display());
             out!(
                 "run it:   {me} run{cases_arg} --filter '{}'",
-                plan::case_name(&root, &path)
+                vkcopy_engine::discover::case_name(&root, &path)
             );
             ExitCode::SUCCESS
         }
@@ -165,7 +166,7 @@ pub struct ExplainArgs {
 /// Prints what a case would do, from its plan alone.
 pub fn explain(args: &ExplainArgs) -> ExitCode {
     let root = args.cases.root();
-    match vkcopy_suite::explain::explain(&root, &args.case, args.table.as_deref(), args.policy) {
+    match vkcopy_engine::explain::explain(&root, &args.case, args.table.as_deref(), args.policy) {
         Ok(text) => {
             print(&text);
             ExitCode::SUCCESS

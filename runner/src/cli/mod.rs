@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use vkcopy_suite::rt::{ContextOptions, MemoryTable, Policy};
+use vkcopy_engine::rt::{ContextOptions, MemoryTable, Policy};
 
 /// `println!` that ignores a closed stdout (`vkcopy-suite list | head` must not panic).
 macro_rules! out {
@@ -48,7 +48,7 @@ impl CasesArg {
     pub fn root(&self) -> PathBuf {
         self.cases
             .clone()
-            .unwrap_or_else(vkcopy_suite::discover::cases_root)
+            .unwrap_or_else(vkcopy_engine::discover::cases_root)
     }
 }
 

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use vkcopy_suite::discover::check_pattern;
+use vkcopy_engine::discover::check_pattern;
+use vkcopy_engine::rt::Policy;
+use vkcopy_engine::runtime::Choice;
 use vkcopy_suite::report::{journal, read, CaseRecord, Report};
-use vkcopy_suite::rt::Policy;
-use vkcopy_suite::runtime::Choice;
 use vkcopy_suite::schedule::{self, Schedule};
 use vkcopy_suite::suite::{parse_shard, Config, Selection, Suite};
 use vkcopy_suite::worker::{Overrides, Spawn};
@@ -175,18 +175,18 @@ fn resume(dir: &std::path::Path) -> Result<(Args, Resume), String> {
 
 /// The environment variables of a run, for `run --help`.
 pub fn env_help() -> String {
-    let mut vars: Vec<(&str, &str)> = vkcopy_suite::rt::ENVIRONMENT.to_vec();
+    let mut vars: Vec<(&str, &str)> = vkcopy_engine::rt::ENVIRONMENT.to_vec();
     vars.push(("VKCOPY_CASES", "another cases folder (as --cases)"));
     vars.push((
         vkcopy_suite::suite::EXPECT_DEVICE_VAR,
         "the device a run must open, by type or name (as --expect-device)",
     ));
     vars.push((
-        vkcopy_suite::runtime::choice::VAR,
+        vkcopy_engine::runtime::choice::VAR,
         "the runtime under test: vkcopy, halide:VERSION or halide:PATH (as --runtime)",
     ));
     vars.push((
-        vkcopy_suite::SPEED_VAR,
+        vkcopy_engine::SPEED_VAR,
         "auto (the default of `run`: held on a GPU, reported on a CPU device), hold or report: whether speed thresholds fail a case (as --speed; `cargo test` reports unless set)",
     ));
     vars.push((
@@ -272,14 +272,14 @@ fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
         Err(e) => return fail(e),
     };
     // Workers read it from their environment, which they inherit.
-    std::env::set_var(vkcopy_suite::SPEED_VAR, args.speed.name());
+    std::env::set_var(vkcopy_engine::SPEED_VAR, args.speed.name());
     let spawn = match std::env::current_exe() {
         Ok(exe) if !args.in_process => {
             let overrides = Overrides {
                 policy: args.policy.map(|p| p.to_string()),
                 simulate_memory: args.simulate_memory.clone(),
                 validation: args.validation,
-                runtime: suite.runtime.clone(),
+                runtime: suite.runtime.choice().clone(),
             };
             Some(Spawn::new(&exe, &root, &overrides))
         }
@@ -353,7 +353,7 @@ fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
         Err(e) => return fail(e),
     };
     match report.write_into(&dir, chart) {
-        Ok(()) => out!("report: {}", vkcopy_suite::files::shown(&dir)),
+        Ok(()) => out!("report: {}", vkcopy_engine::files::shown(&dir)),
         Err(e) => eprintln!(
             "warning: cannot write the report to {}: {e}; its cases are in {}",
             dir.display(),
@@ -433,7 +433,7 @@ fn open_journal(
     let dir = report.create_folder(&report_dir).map_err(|e| {
         format!(
             "cannot create the report folder in {}: {e}",
-            vkcopy_suite::files::shown(&report_dir)
+            vkcopy_engine::files::shown(&report_dir)
         )
     })?;
     let header = journal::Header {
@@ -464,7 +464,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
         None => Choice::from_env()?,
     };
     if let Choice::Halide(lib) = &runtime {
-        if let Err(why) = vkcopy_suite::halide::refused_by(lib, &options) {
+        if let Err(why) = halide_harness::refused_by(lib, &options) {
             return Err(format!("--runtime {}: {why}", lib.display()));
         }
         out!(
@@ -473,7 +473,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
             lib.display()
         );
     }
-    for f in vkcopy_suite::discover::misnamed_files(root) {
+    for f in vkcopy_engine::discover::misnamed_files(root) {
         eprintln!(
             "warning: {}: not run: the suite reads only *.yaml files; rename it to .yaml",
             f.display()
@@ -489,7 +489,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
             .filter(|p| !args.update_expectations || p.exists())
             .cloned()
             .collect(),
-        runtime,
+        runtime: vkcopy_suite::target::target(runtime),
     };
     let suite = Suite::open(config)?;
     if let Some(want) = &args.expect_device {
@@ -498,7 +498,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
     }
     match &suite.device {
         // Halide's runtime picks its memory types itself: no policy of ours.
-        Ok(d) if suite.runtime.is_halide() => out!(
+        Ok(d) if suite.runtime.choice().is_halide() => out!(
             "device: {} ({}, {})",
             d.record.name,
             d.record.device_type,
@@ -516,7 +516,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
     if let (Ok(d), [], false) = (
         &suite.device,
         args.expectations.as_slice(),
-        suite.runtime.is_halide(),
+        suite.runtime.choice().is_halide(),
     ) {
         // Names the files a user may add for this device, the read ones below.
         let dir = vkcopy_suite::suite::expectations_dir(root);
@@ -555,13 +555,13 @@ fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<Pa
             &suite.root,
             &d.keys,
             suite.options.policy,
-            &suite.runtime,
+            suite.runtime.choice(),
         ),
         ([], Err(e)) => return Err(format!("--update-expectations: no device: {e}")),
         _ => return Err("--update-expectations: name one --expectations file to write".into()),
     };
     let old = std::fs::read_to_string(&path).ok();
-    let text = vkcopy_suite::expectations::updated(old.as_deref(), report, &path)
+    let text = vkcopy_engine::expectations::updated(old.as_deref(), report, &path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -598,7 +598,7 @@ impl Speed {
 /// archive run from a lab's folder).
 fn default_report_dir() -> PathBuf {
     let out = PathBuf::from("reports/out");
-    let home = vkcopy_suite::discover::home();
+    let home = vkcopy_engine::discover::home();
     match std::env::current_dir() {
         Ok(cwd) if cwd.starts_with(&home) && home.join(".git").exists() => home.join(out),
         _ => out,

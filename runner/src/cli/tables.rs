@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use vkcopy_suite::rt::{Context, MemoryRequest, MemoryTable, Policy, Role};
+use vkcopy_engine::rt::{Context, MemoryRequest, MemoryTable, Policy, Role};
 
 use super::fail;
 

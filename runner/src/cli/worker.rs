@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use vkcopy_suite::rt::Policy;
-use vkcopy_suite::runtime::Choice;
+use vkcopy_engine::rt::Policy;
 
 use super::{fail, options};
 
@@ -33,7 +32,7 @@ pub fn worker(args: &Args) -> ExitCode {
         args.validation,
     )
     .and_then(|o| {
-        let runtime = Choice::resolve(&args.runtime, &args.cases)?;
+        let runtime = vkcopy_suite::target::resolve(&args.runtime, &args.cases)?;
         vkcopy_suite::worker::serve(&args.cases, &o, &runtime, std::io::stdin().lock())
     });
     match served {

@@ -1,9 +1,9 @@
 //! Running one case written inline, on the default device.
 
-use vkcopy_suite::exec;
+use vkcopy_engine::exec;
+use vkcopy_engine::plan;
+use vkcopy_engine::rt::ContextOptions;
 use vkcopy_suite::outcome::Outcome;
-use vkcopy_suite::plan;
-use vkcopy_suite::rt::ContextOptions;
 use vkcopy_suite::suite::probe;
 
 /// Writes `case` to `file` in a temporary folder and runs it with `options`;
@@ -24,6 +24,6 @@ pub fn run_case(file: &str, case: &str, options: &ContextOptions) -> Option<Outc
     Some(exec::run(
         &plan,
         options,
-        &vkcopy_suite::runtime::Choice::Vkcopy,
+        &vkcopy_engine::runtime::Target::vkcopy(),
     ))
 }
