@@ -12,6 +12,8 @@ export CI=true
 out="target/soak-release/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 scripts/ensure-vulkan.sh
+# The release tests use Halide's runtimes and wheels as scripts/test.sh's do.
+scripts/halide-runtimes.sh >/dev/null
 echo "building the release tests once ..." >&2
 cargo test --release -q --workspace --no-run 2>&1 | grep -v '^ *Executable' >&2 || true
 

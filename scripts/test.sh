@@ -27,10 +27,8 @@ scripts/ensure-vulkan.sh
 export VKCOPY_VALIDATION="${VKCOPY_VALIDATION:-1}"
 suite="${CARGO_TARGET_DIR:-target}/debug/vkcopy-suite"
 # Halide's runtimes first: runner/tests/halide.rs runs cases on 21.0.0.
-halide_runtimes=()
-for version in 19.0.0 19.0.0-fixed 19.0.0-repaired 21.0.0 vkcopy-abi; do
-    halide_runtimes+=("$(scripts/halide-runtime.sh "$version")")
-done
+built=$(scripts/halide-runtimes.sh)
+mapfile -t halide_runtimes <<<"$built"
 # Each part's count is kept for the closing line, the one place the docs quote.
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
