@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedCopy};
-use crate::runtime::{own_state, Capability, Choice, Runtime, Target};
+use crate::runtime::{lacks, Capability, Choice, Fork, Runtime, Target};
 use crate::runtime::{State, StepError};
 use crate::selection;
 use crate::steps::{self, Op, OpKind};
@@ -136,10 +136,11 @@ pub fn run_on<'a>(
     start: Instant,
 ) -> Outcome {
     let result = run_steps(plan, rt, r);
-    let (measured, unwaited) = match rt.vkcopy() {
-        Some(s) => (std::mem::take(&mut s.measured), s.in_flight()),
-        None => Default::default(),
-    };
+    let measured = rt
+        .timed_copies()
+        .map(|t| t.take_measured())
+        .unwrap_or_default();
+    let unwaited = rt.async_copies().map(|a| a.unwaited()).unwrap_or_default();
     let mut problems = Vec::new();
     if result.is_ok() && !unwaited.is_empty() {
         problems.push(format!(
@@ -221,10 +222,11 @@ fn run_steps<'a>(
             }
         }
         if let OpKind::Threads { count, ops } = &op.kind {
-            let ctx = own_state(rt, Capability::Threads)
-                .map_err(|e| (Status::Skip, format!("{}: {e}", op.located())))?
-                .ctx;
-            run_threads(ctx, r, *count, ops)
+            let fork = rt.fork().ok_or_else(|| {
+                let e = lacks(Capability::Threads);
+                (Status::Skip, format!("{}: {e}", op.located()))
+            })?;
+            run_threads(&fork, r, *count, ops)
                 .map_err(|(status, m)| (status, format!("{}: {m}", op.located())))?;
             continue;
         }
@@ -275,10 +277,10 @@ fn run_one<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), (Status, String)
     })
 }
 
-/// `ops` on `count` threads at once on `ctx`, each with fresh buffers of the
+/// `ops` on `count` threads at once, each on a runtime of `fork` with fresh buffers of the
 /// case's declarations; the first failure, naming its thread.
 fn run_threads(
-    ctx: &Context,
+    fork: &Fork<'_>,
     plan: &RuntimePlan,
     count: usize,
     ops: &[Vec<Op>],
@@ -287,23 +289,29 @@ fn run_threads(
     let start = std::sync::Barrier::new(count);
     let thread = |t: usize| -> Result<(), (Status, String)> {
         let ops = &ops[t.min(ops.len() - 1)];
-        let mut state = State::new(ctx, plan.slots.clone());
+        let mut state = fork(plan.slots.clone());
         let mut made = Ok(());
         for (i, d) in plan.buffers.iter().enumerate() {
-            match new_buffer(d) {
-                Ok(b) => state.put(i, b),
-                Err(e) => {
-                    made = Err((status_of(&e), format!("buffer {}: {e}", d.name)));
-                    break;
-                }
+            let put = match new_buffer(d) {
+                Ok(b) => state
+                    .put(i, b)
+                    .map_err(|e| (Status::Fail, format!("buffer {}: {e}", d.name))),
+                Err(e) => Err((status_of(&e), format!("buffer {}: {e}", d.name))),
+            };
+            if put.is_err() {
+                made = put;
+                break;
             }
         }
         start.wait();
         made?;
         for op in ops {
-            run_op(op, &mut state)?;
+            run_op(op, &mut *state)?;
         }
-        let unwaited = state.in_flight();
+        let unwaited = state
+            .async_copies()
+            .map(|a| a.unwaited())
+            .unwrap_or_default();
         if !unwaited.is_empty() {
             return Err((
                 Status::Fail,

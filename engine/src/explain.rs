@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Context, Dim, ElemType, MappedCopy, MemoryTable, Policy, Role};
+use crate::runtime::Timed;
 use crate::selection::{self, SelectionPlan};
-use crate::steps::measure::{self, Timed};
+use crate::steps::measure;
 use crate::steps::{async_copies, checks, compute, copies, memory, views, Op, OpKind};
 
 /// The file of `case`: a path, or a name such as `basic::round_trip_2d`.

@@ -15,7 +15,7 @@ use super::ffi::{
 use super::shim::{self, StepKind};
 use vkcopy_engine::rt::{Buffer, DeviceType, Dim, ElemType, Expr};
 use vkcopy_engine::runtime::{
-    Capability, DeviceKernel, Finish, Flags, Runtime, State, StepError, ViewKind,
+    Capability, DeviceKernel, Finish, Flags, Runtime, StepError, ViewKind,
 };
 use vkcopy_engine::{add_sums, combine, sums_over};
 use vkcopy_results::outcome::PlacementRecord;
@@ -854,10 +854,6 @@ impl<'a> Runtime<'a> for HalideRuntime {
             findings,
             messages: shim::take_validation_messages(),
         }
-    }
-
-    fn vkcopy(&mut self) -> Option<&mut State<'a>> {
-        None
     }
 
     fn generic_layer(&self) -> bool {

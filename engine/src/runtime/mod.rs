@@ -2,22 +2,28 @@
 //! Halide's `halide_device_interface_impl_t`: a runtime gives primitives
 //! (buffers, malloc and free, copies, views, dirty bits, device kernels,
 //! counters, placements, the end-of-case report), and each step's meaning is
-//! written once over them, in `steps/`. What only vkcopy has (async copies,
-//! threads, timed copies, native buffers...) is reached through
-//! [`Runtime::vkcopy`], and a step that needs it declares the
-//! [`Capability`]: a runtime without it skips the case with it named.
+//! written once over them, in `steps/`. What goes beyond them (async copies,
+//! threads, timed copies, native buffers...) is a [`Capability`], reached
+//! through an interface of `interfaces.rs` that the runtime hands out where it
+//! has it; a step that needs one declares it, and a runtime without it skips
+//! the case with it named.
 
 pub mod capability;
 pub mod choice;
 pub mod error;
+pub mod interfaces;
 pub mod native;
 pub mod state;
 pub mod target;
+pub mod timed;
 pub mod vkcopy;
 
 pub use capability::Capability;
 pub use choice::Choice;
 pub use error::StepError;
+pub use interfaces::{
+    lacks, AsyncCopies, Fork, NativeBuffers, Reference, Timed, TimedCopies, WorkInFlight,
+};
 pub use state::State;
 pub use target::Target;
 
@@ -199,25 +205,37 @@ pub trait Runtime<'a> {
     /// Empties every slot and says what was left alive.
     fn finish(&mut self) -> Finish;
 
-    /// vkcopy's own state, for the steps only vkcopy has.
-    fn vkcopy(&mut self) -> Option<&mut State<'a>>;
+    /// Its async copies, where it has them.
+    fn async_copies(&mut self) -> Option<&mut dyn AsyncCopies> {
+        None
+    }
+
+    /// Its timed copies, where it has them.
+    fn timed_copies(&mut self) -> Option<&mut dyn TimedCopies> {
+        None
+    }
+
+    /// Its native buffers, where it has them.
+    fn native_buffers(&mut self) -> Option<&mut dyn NativeBuffers> {
+        None
+    }
+
+    /// Its work-in-flight accounting so far, where it has one.
+    fn work_in_flight(&self) -> Option<WorkInFlight> {
+        None
+    }
+
+    /// A maker of runtimes on the same device for other threads, where it
+    /// can run several at once.
+    fn fork(&self) -> Option<Fork<'a>> {
+        None
+    }
 
     /// Whether Halide's generic device layer (`device_interface.cpp`) decides
     /// what reaches this runtime: `on_runtime`'s `halide` steps run then.
     fn generic_layer(&self) -> bool {
         false
     }
-}
-
-/// vkcopy's own state for a step that needs `need`; on another runtime the
-/// step is skipped with it named (the case was checked before it ran, so
-/// this is a runtime that declared a capability it has no state for).
-pub fn own_state<'r, 'a>(
-    rt: &'r mut dyn Runtime<'a>,
-    need: Capability,
-) -> Result<&'r mut State<'a>, StepError> {
-    rt.vkcopy()
-        .ok_or_else(|| StepError::Unsupported(format!("needs {}", need.about())))
 }
 
 /// Whether a placement of role `placed` answers `expect_memory: {role: asked}`.

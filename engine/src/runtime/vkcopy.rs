@@ -2,6 +2,10 @@
 //! buffer is its own host side; views alias device memory through the
 //! buffer's region, which lives while any view of it does.
 
+use std::time::Instant;
+
+use super::native::{Native, NativeError};
+use super::{AsyncCopies, Fork, NativeBuffers, TimedCopies, WorkInFlight};
 use super::{Capability, DeviceKernel, Finish, Flags, Runtime, State, StepError, ViewKind};
 use crate::rt::{Buffer, Context, DeviceType, Expr, Kernels};
 use vkcopy_results::outcome::PlacementRecord;
@@ -197,8 +201,30 @@ impl<'a> Runtime<'a> for State<'a> {
         }
     }
 
-    fn vkcopy(&mut self) -> Option<&mut State<'a>> {
+    fn async_copies(&mut self) -> Option<&mut dyn AsyncCopies> {
         Some(self)
+    }
+
+    fn timed_copies(&mut self) -> Option<&mut dyn TimedCopies> {
+        Some(self)
+    }
+
+    fn native_buffers(&mut self) -> Option<&mut dyn NativeBuffers> {
+        Some(self)
+    }
+
+    fn work_in_flight(&self) -> Option<WorkInFlight> {
+        let work = &self.ctx.stats().work_in_flight;
+        Some(WorkInFlight {
+            peak: work.peak(),
+            created: work.created(),
+            overlapped: self.overlapped(),
+        })
+    }
+
+    fn fork(&self) -> Option<Fork<'a>> {
+        let ctx = self.ctx;
+        Some(Box::new(move |names| Box::new(State::new(ctx, names))))
     }
 }
 
@@ -252,4 +278,96 @@ fn run_kernel(
         State::put(s, j, b);
     }
     result
+}
+
+impl AsyncCopies for State<'_> {
+    fn start_copy_to_device(&mut self, slot: usize) -> Result<(), StepError> {
+        let buf = self.take(slot)?;
+        let copy = self.ctx.start_copy_to_device_owned(buf);
+        self.start(slot, copy)
+    }
+
+    fn start_copy_to_host(&mut self, slot: usize) -> Result<(), StepError> {
+        let buf = self.take(slot)?;
+        let copy = self.ctx.start_copy_to_host_owned(buf);
+        self.start(slot, copy)
+    }
+
+    fn start_buffer_copy(
+        &mut self,
+        from: usize,
+        to: usize,
+        to_device: bool,
+        after: &[usize],
+    ) -> Result<(), StepError> {
+        let events = after
+            .iter()
+            .map(|a| self.event(*a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dst = self.take(to)?;
+        let src = match self.get(from) {
+            Ok(src) => src,
+            Err(e) => {
+                self.put(to, dst);
+                return Err(e);
+            }
+        };
+        let copy = self
+            .ctx
+            .start_buffer_copy_owned(&events, src, dst, to_device);
+        self.start(to, copy)
+    }
+
+    fn wait(&mut self, slot: usize) -> Result<(), StepError> {
+        State::wait(self, slot)
+    }
+
+    fn ran(&self, slot: usize) -> Result<Option<(Instant, Instant)>, StepError> {
+        Ok(self.event(slot)?.interval())
+    }
+
+    fn copying(&self) -> bool {
+        State::copying(self)
+    }
+
+    fn worked_since(&mut self, from: Instant) {
+        State::worked_since(self, from)
+    }
+
+    fn unwaited(&self) -> Vec<String> {
+        self.in_flight()
+    }
+}
+
+impl NativeBuffers for State<'_> {
+    fn make(&mut self, native: usize, bytes: u64) -> Result<(), StepError> {
+        let n = Native::new(self.ctx, bytes).map_err(|e| match e {
+            NativeError::Unsupported(m) => StepError::Unsupported(m),
+            NativeError::Failed(m) => StepError::Check(m),
+        })?;
+        self.natives.insert(native, n);
+        Ok(())
+    }
+
+    fn wrap(&mut self, buffer: usize, native: usize, offset: u64) -> Result<(), StepError> {
+        let ctx = self.ctx;
+        let (handle, size) = self.native(native)?;
+        let b = self.get_mut(buffer)?;
+        ctx.wrap_vk_buffer_at(b, handle, offset, size)?;
+        self.wrapped.insert(buffer, handle);
+        Ok(())
+    }
+
+    fn detach(&mut self, buffer: usize) -> Result<(), StepError> {
+        let ctx = self.ctx;
+        let handle = ctx.detach_vk_buffer(self.get_mut(buffer)?)?;
+        let expected = self.wrapped.remove(&buffer);
+        if expected != Some(handle) {
+            return Err(StepError::Check(format!(
+                "detach_native: {} gave back {handle:?}, not the native buffer wrapped ({expected:?})",
+                self.name(buffer)
+            )));
+        }
+        Ok(())
+    }
 }

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::CaseError;
-use crate::runtime::{State, StepError};
+use crate::runtime::{lacks, Capability, Runtime, StepError};
 use crate::steps::planner::Planner;
 use crate::vocab::BufferName;
 
@@ -99,45 +99,37 @@ pub fn plan(step: &Step, p: &mut Planner) -> Result<Op, CaseError> {
     })
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
-    let ctx = s.ctx;
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
+    let names = |rt: &dyn Runtime<'a>, a: usize, b: usize| (rt.slot_name(a), rt.slot_name(b));
+    let (first_name, then_name) = match op {
+        Op::ExpectOrder { first, then } => names(rt, *first, *then),
+        _ => Default::default(),
+    };
+    let a = rt
+        .async_copies()
+        .ok_or_else(|| lacks(Capability::AsyncCopies))?;
     match op {
-        Op::StartCopyToDevice(b) => {
-            let buf = s.take(*b)?;
-            s.start(*b, ctx.start_copy_to_device_owned(buf))
-        }
-        Op::StartCopyToHost(b) => {
-            let buf = s.take(*b)?;
-            s.start(*b, ctx.start_copy_to_host_owned(buf))
-        }
+        Op::StartCopyToDevice(b) => a.start_copy_to_device(*b),
+        Op::StartCopyToHost(b) => a.start_copy_to_host(*b),
         Op::StartBufferCopy {
             from,
             to,
             to_device,
             after,
-        } => {
-            let events = after
-                .iter()
-                .map(|a| s.event(*a))
-                .collect::<Result<Vec<_>, _>>()?;
-            let dst = s.take(*to)?;
-            let copy = ctx.start_buffer_copy_owned(&events, s.get(*from)?, dst, *to_device);
-            s.start(*to, copy)
-        }
-        Op::Wait(b) => s.wait(*b),
+        } => a.start_buffer_copy(*from, *to, *to_device, after),
+        Op::Wait(b) => a.wait(*b),
         Op::ExpectOrder { first, then } => {
-            let ran = |slot: usize| -> Result<_, StepError> {
-                s.event(slot)?.interval().ok_or_else(|| {
-                    StepError::Check(format!("the copy into {} has not finished", s.name(slot)))
+            let ran = |slot: usize, name: &str| -> Result<_, StepError> {
+                a.ran(slot)?.ok_or_else(|| {
+                    StepError::Check(format!("the copy into {name} has not finished"))
                 })
             };
-            let ((_, first_end), (then_start, _)) = (ran(*first)?, ran(*then)?);
+            let ((_, first_end), (then_start, _)) =
+                (ran(*first, &first_name)?, ran(*then, &then_name)?);
             if then_start < first_end {
                 return Err(StepError::Check(format!(
-                    "the copy into {} began {:?} before the copy into {} ended",
-                    s.name(*then),
+                    "the copy into {then_name} began {:?} before the copy into {first_name} ended",
                     first_end - then_start,
-                    s.name(*first)
                 )));
             }
             Ok(())

@@ -13,7 +13,7 @@ use crate::rt::{
 };
 use crate::runtime::capability::SHARED_COUNTERS;
 use crate::runtime::StepError;
-use crate::runtime::{own_state, role_answers, Capability, Runtime};
+use crate::runtime::{role_answers, Capability, Runtime};
 use crate::steps::bind::Int;
 use crate::steps::planner::Planner;
 use crate::vocab::{CounterName, FlagName, RoleName};
@@ -316,18 +316,18 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             counters_as_expected(want, |name| rt.counter(name)).map_err(StepError::Check)
         }
         Op::ExpectConcurrent(want) => {
-            let s = own_state(rt, Capability::WorkInFlight)?;
-            let work = &s.ctx.stats().work_in_flight;
+            let work = rt
+                .work_in_flight()
+                .ok_or_else(|| crate::runtime::lacks(Capability::WorkInFlight))?;
             // An async copy that ran while a step of this case worked is two at once.
-            let overlapped = s.overlapped();
-            let got = work.peak().max(if overlapped > 0 { 2 } else { 1 });
+            let got = work.peak.max(if work.overlapped > 0 { 2 } else { 1 });
             if got >= u64::from(*want) {
                 return Ok(());
             }
             Err(StepError::Check(format!(
                 "at most {got} piece(s) of work in flight at once \
                  (of {} so far; no async copy ran while a step worked), expected {want}",
-                work.created()
+                work.created
             )))
         }
         Op::ExpectMemory {

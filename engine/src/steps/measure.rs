@@ -8,11 +8,10 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::requires::DeviceReq;
-use crate::rt::floor::{self, Floor};
-use crate::rt::{CopyPath, DeviceType, Role};
-use crate::runtime::{State, StepError};
+use crate::rt::DeviceType;
+use crate::runtime::{lacks, Capability, Reference, Runtime, StepError, Timed, TimedCopies};
 use crate::steps::planner::Planner;
-use crate::timing::{self, gbps, HostMemcpy, Samples};
+use crate::timing::{gbps, Samples};
 use crate::vocab::DeviceLimits;
 use vkcopy_results::outcome::{Measurement, Ratio};
 
@@ -91,29 +90,6 @@ pub struct MinRatio {
     of: String,
     /// The lowest acceptable ratio of best GB/s to the reference's best GB/s.
     value: f64,
-}
-
-/// What a `measure` step times.
-#[derive(Clone, Debug)]
-pub enum Timed {
-    CopyToHost(usize),
-    CopyToDevice(usize),
-    DeviceToDevice { from: usize, to: usize },
-}
-
-/// What a `min_ratio` compares with.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reference {
-    /// A host memcpy of the same bytes, timed in the same runs.
-    HostMemcpy,
-    /// The runtime's plain copy of the same bytes along the same path, timed in
-    /// the same runs.
-    RawCopy,
-    /// The driver's floor: the same bytes along the same path, recorded once,
-    /// on every queue family; the fastest family's runs, timed after vkcopy's.
-    Floor,
-    /// An earlier measure of the case, by name.
-    Measure(String),
 }
 
 impl Reference {
@@ -247,10 +223,14 @@ fn plan_name(n: &str, p: &mut Planner) -> Result<String, CaseError> {
     Ok(name)
 }
 
-pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
+pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
+    let device_type = rt.device_type();
+    let t = rt
+        .timed_copies()
+        .ok_or_else(|| lacks(Capability::TimedCopies))?;
     match op {
         Op::Profiling(on) => {
-            s.ctx.set_profiling(*on);
+            t.set_profiling(*on);
             Ok(())
         }
         Op::Measure {
@@ -262,11 +242,11 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             min_ratio,
         } => {
             let of = min_ratio.as_ref().map(|(of, _)| of);
-            let (mut result, reference) = time(s, timed, *repeat, of)?;
+            let (mut result, reference) = t.time(timed, *repeat, of)?;
             result.name = name.clone();
-            let mut verdict = judge(s, min_gbps, max_us, &result);
+            let mut verdict = judge(device_type, min_gbps, max_us, &result);
             if let Some((of, min)) = min_ratio {
-                let r = ratio_to(s, of, *min, reference.as_ref(), &result)?;
+                let r = ratio_to(t, of, *min, reference.as_ref(), &result)?;
                 if verdict.is_ok() {
                     verdict = check_ratio(&result, &r);
                 }
@@ -278,8 +258,8 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
             // where speed is only reported other load moves it: the figures
             // are reported, a miss is not a failure.
             if let Err(StepError::Check(miss)) = &verdict {
-                let cpu = s.ctx.info().device_type == DeviceType::Cpu;
-                let why = if s.ctx.validation() {
+                let cpu = device_type == Some(DeviceType::Cpu);
+                let why = if t.under_validation() {
                     Some("under the validation layer".to_owned())
                 } else {
                     match speed_mode() {
@@ -295,7 +275,7 @@ pub fn run(op: &Op, s: &mut State) -> Result<(), StepError> {
                     verdict = Ok(());
                 }
             }
-            s.measured.push(result);
+            t.record(result);
             verdict
         }
     }
@@ -324,137 +304,9 @@ pub fn speed_mode() -> SpeedMode {
     }
 }
 
-/// Runs the copy once untimed (imports, staging and first touches are not timed),
-/// then `repeat` times by the host clock, each followed by a run timed by GPU
-/// timestamps and, with a `host_memcpy` or `raw_copy` reference, by a run of it;
-/// a `floor` is timed after the step's runs, as many.
-fn time(
-    s: &mut State,
-    timed: &Timed,
-    repeat: u32,
-    of: Option<&Reference>,
-) -> Result<(Measurement, Option<Samples>), StepError> {
-    let ctx = s.ctx;
-    let (what, bytes, role, path) = match timed {
-        Timed::CopyToHost(b) => {
-            let b = s.get(*b)?;
-            let what = format!("copy_to_host {}", b.name());
-            let bytes = b.len() * b.elem().bytes() as u64;
-            (what, bytes, Some(Role::Readback), CopyPath::DeviceToHost)
-        }
-        Timed::CopyToDevice(b) => {
-            let b = s.get(*b)?;
-            let what = format!("copy_to_device {}", b.name());
-            let bytes = b.len() * b.elem().bytes() as u64;
-            (what, bytes, Some(Role::Upload), CopyPath::HostToDevice)
-        }
-        Timed::DeviceToDevice { from, to } => {
-            let (f, t) = (s.get(*from)?, s.get(*to)?);
-            let what = format!("device_to_device {} -> {}", f.name(), t.name());
-            let bytes = f.len() * f.elem().bytes() as u64;
-            (what, bytes, None, CopyPath::DeviceToDevice)
-        }
-    };
-    let mut memcpy = match of {
-        Some(Reference::HostMemcpy) => Some(HostMemcpy::new(bytes).map_err(StepError::Check)?),
-        _ => None,
-    };
-    let raw = match of {
-        Some(Reference::RawCopy) => Some(ctx.raw_copy(path, bytes)?),
-        _ => None,
-    };
-    let mut reference_samples = Samples::default();
-    let mut reference_error = None;
-    let samples = timing::sample(
-        ctx,
-        &[path],
-        (1, repeat),
-        || copy_once(s, timed),
-        || {
-            if let Some(m) = &mut memcpy {
-                reference_samples.host.push(m.run());
-            }
-            if let Some(r) = &raw {
-                match r.run() {
-                    Ok(t) => reference_samples.host.push(t.as_secs_f64()),
-                    Err(e) => reference_error = Some(e),
-                }
-            }
-        },
-    )?;
-    if let Some(e) = reference_error {
-        return Err(StepError::Check(format!("measure: raw_copy: {e}")));
-    }
-    drop(raw);
-    if let Some(Reference::Floor) = of {
-        let at = |e: crate::rt::Error| StepError::Check(format!("measure: floor: {e}"));
-        let times = Floor::new(ctx)
-            .and_then(|f| f.measure(path, bytes, repeat))
-            .map_err(at)?;
-        if let Some(t) = floor::fastest(&times) {
-            reference_samples.host = t.runs.iter().map(|d| d.as_secs_f64()).collect();
-        }
-    }
-    let staging_type = role.and_then(|r| {
-        ctx.stats()
-            .placements()
-            .iter()
-            .rev()
-            .find(|p| p.role == r)
-            .map(|p| p.memory_type)
-    });
-    let (best, median) = (samples.best(), samples.median());
-    let m = Measurement {
-        what,
-        name: None,
-        bytes,
-        repeat,
-        best_seconds: best,
-        median_seconds: median,
-        gbps: gbps(bytes, best),
-        median_gbps: gbps(bytes, median),
-        gpu_best_seconds: samples.gpu_best(),
-        gpu_median_seconds: samples.gpu_median(),
-        staging_type,
-        ratio: None,
-        not_held: None,
-    };
-    Ok((m, of.is_some().then_some(reference_samples)))
-}
-
-/// One copy, its source marked as the side holding the data.
-fn copy_once(s: &mut State, timed: &Timed) -> Result<(), StepError> {
-    let ctx = s.ctx;
-    match timed {
-        Timed::CopyToHost(b) => {
-            let b = s.get_mut(*b)?;
-            b.set_host_dirty(false);
-            b.set_device_dirty(true);
-            ctx.copy_to_host(b)?;
-        }
-        Timed::CopyToDevice(b) => {
-            let b = s.get_mut(*b)?;
-            b.set_device_dirty(false);
-            b.set_host_dirty(true);
-            ctx.copy_to_device(b)?;
-        }
-        Timed::DeviceToDevice { from, to } => {
-            let (src, dst) = s.pair(*from, *to)?;
-            if src.host_dirty() || src.device_view().is_none() {
-                return Err(StepError::Check(format!(
-                    "measure: {} has no up-to-date device data; copy it to the device first",
-                    src.name()
-                )));
-            }
-            ctx.buffer_copy(src, dst, true)?;
-        }
-    }
-    Ok(())
-}
-
 /// The measurement against its reference.
 fn ratio_to(
-    s: &State,
+    t: &dyn TimedCopies,
     of: &Reference,
     min: f64,
     timed: Option<&Samples>,
@@ -464,8 +316,8 @@ fn ratio_to(
         (Reference::HostMemcpy | Reference::RawCopy | Reference::Floor, Some(m)) => {
             (gbps(r.bytes, m.best()), gbps(r.bytes, m.median()))
         }
-        (Reference::Measure(n), _) => s
-            .measured
+        (Reference::Measure(n), _) => t
+            .measured()
             .iter()
             .rev()
             .find(|m| m.name.as_deref() == Some(n))
@@ -506,14 +358,14 @@ fn check_ratio(r: &Measurement, ratio: &Ratio) -> Result<(), StepError> {
 
 /// Holds a measurement to the thresholds of the device's type.
 fn judge(
-    s: &State,
+    t: Option<DeviceType>,
     min_gbps: &[(DeviceReq, f64)],
     max_us: &[(DeviceReq, f64)],
     r: &Measurement,
 ) -> Result<(), StepError> {
-    let t = s.ctx.info().device_type;
+    let accepts = |req: &DeviceReq| t.is_some_and(|t| req.accepts(t));
     for (req, min) in min_gbps {
-        if req.accepts(t) && r.gbps < *min {
+        if accepts(req) && r.gbps < *min {
             return Err(StepError::Check(format!(
                 "measure {}: {:.3} GB/s, below the {min} GB/s expected of a {} device",
                 r.what,
@@ -524,7 +376,7 @@ fn judge(
     }
     let us = r.best_seconds * 1e6;
     for (req, max) in max_us {
-        if req.accepts(t) && us > *max {
+        if accepts(req) && us > *max {
             return Err(StepError::Check(format!(
                 "measure {}: {us:.1} us, above the {max} us expected of a {} device",
                 r.what,

@@ -6,9 +6,8 @@ use serde::Deserialize;
 
 use crate::error::CaseError;
 use crate::rt::span_bytes;
-use crate::runtime::native::{self, MAX_NATIVE_BYTES};
-use crate::runtime::StepError;
-use crate::runtime::{own_state, Capability, Runtime};
+use crate::runtime::native::MAX_NATIVE_BYTES;
+use crate::runtime::{lacks, Capability, NativeBuffers, Runtime, StepError};
 use crate::steps::planner::Planner;
 use crate::vocab::BufferName;
 
@@ -244,56 +243,34 @@ pub fn needs(op: &Op) -> Option<Capability> {
     }
 }
 
-/// Primitives on any runtime; the rest on vkcopy's own state, under the
-/// capability `needs` names.
+/// Primitives on any runtime; native buffers where the runtime has them.
 pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match op {
-        Op::DeviceMalloc(b) => return rt.device_malloc(*b),
-        Op::DeviceFree(b) => return rt.device_free(*b),
-        Op::Release(b) => return rt.release(*b),
+        Op::DeviceMalloc(b) => rt.device_malloc(*b),
+        Op::DeviceFree(b) => rt.device_free(*b),
+        Op::Release(b) => rt.release(*b),
         Op::SetDirty {
             buffer,
             host_dirty,
             device_dirty,
-        } => return rt.set_dirty(*buffer, *host_dirty, *device_dirty),
-        Op::FillHeap { heap, leave } => return rt.fill_heap(*heap, *leave),
-        Op::ReuseDeviceAllocations(on) => return rt.reuse_device_allocations(*on),
-        Op::DeviceRelease => return rt.device_release(),
-        Op::DeviceAndHostMalloc(b) => return rt.device_and_host_malloc(*b),
-        Op::DeviceAndHostFree(b) => return rt.device_and_host_free(*b),
-        Op::ReleaseUnused => return rt.release_unused(),
-        Op::NativeBuffer { native, bytes } => {
-            let s = own_state(rt, Capability::NativeBuffers)?;
-            let ctx = s.ctx;
-            let n = native::Native::new(ctx, *bytes).map_err(|e| match e {
-                native::NativeError::Unsupported(m) => StepError::Unsupported(m),
-                native::NativeError::Failed(m) => StepError::Check(m),
-            })?;
-            s.natives.insert(*native, n);
-        }
+        } => rt.set_dirty(*buffer, *host_dirty, *device_dirty),
+        Op::FillHeap { heap, leave } => rt.fill_heap(*heap, *leave),
+        Op::ReuseDeviceAllocations(on) => rt.reuse_device_allocations(*on),
+        Op::DeviceRelease => rt.device_release(),
+        Op::DeviceAndHostMalloc(b) => rt.device_and_host_malloc(*b),
+        Op::DeviceAndHostFree(b) => rt.device_and_host_free(*b),
+        Op::ReleaseUnused => rt.release_unused(),
+        Op::NativeBuffer { native, bytes } => natives(rt)?.make(*native, *bytes),
         Op::WrapNative {
             buffer,
             native,
             offset,
-        } => {
-            let s = own_state(rt, Capability::NativeBuffers)?;
-            let ctx = s.ctx;
-            let (handle, size) = s.native(*native)?;
-            let b = s.get_mut(*buffer)?;
-            ctx.wrap_vk_buffer_at(b, handle, *offset, size)?;
-            s.wrapped.insert(*buffer, handle);
-        }
-        Op::DetachNative(b) => {
-            let s = own_state(rt, Capability::NativeBuffers)?;
-            let handle = s.ctx.detach_vk_buffer(s.get_mut(*b)?)?;
-            let expected = s.wrapped.remove(b);
-            if expected != Some(handle) {
-                return Err(StepError::Check(format!(
-                    "detach_native: {} gave back {handle:?}, not the native buffer wrapped ({expected:?})",
-                    s.name(*b)
-                )));
-            }
-        }
+        } => natives(rt)?.wrap(*buffer, *native, *offset),
+        Op::DetachNative(b) => natives(rt)?.detach(*b),
     }
-    Ok(())
+}
+
+fn natives<'r, 'a>(rt: &'r mut dyn Runtime<'a>) -> Result<&'r mut dyn NativeBuffers, StepError> {
+    rt.native_buffers()
+        .ok_or_else(|| lacks(Capability::NativeBuffers))
 }

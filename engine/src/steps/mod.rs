@@ -41,7 +41,7 @@ use serde_saphyr::Spanned;
 use crate::error::CaseError;
 use crate::names;
 use crate::runtime::StepError;
-use crate::runtime::{own_state, Capability, Runtime};
+use crate::runtime::{Capability, Runtime};
 use planner::Planner;
 
 /// One step as written: its name and its family's fields.
@@ -636,11 +636,11 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
         op.kind,
         OpKind::Copies(_) | OpKind::Compute(_) | OpKind::Checks(_)
     );
-    if work && rt.vkcopy().is_some_and(|s| s.copying()) {
+    if work && rt.async_copies().is_some_and(|a| a.copying()) {
         let from = std::time::Instant::now();
         let ran = run_kind(op, rt);
-        if let Some(s) = rt.vkcopy() {
-            s.worked_since(from);
+        if let Some(a) = rt.async_copies() {
+            a.worked_since(from);
         }
         return ran;
     }
@@ -651,11 +651,11 @@ fn run_kind<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
     match &op.kind {
         OpKind::Memory(o) => memory::run(o, rt),
         OpKind::Copies(o) => copies::run(o, rt),
-        OpKind::AsyncCopies(o) => async_copies::run(o, own_state(rt, Capability::AsyncCopies)?),
+        OpKind::AsyncCopies(o) => async_copies::run(o, rt),
         OpKind::Views(o) => views::run(o, rt),
         OpKind::Compute(o) => compute::run(o, rt),
         OpKind::Checks(o) => checks::run(o, rt),
-        OpKind::Measure(o) => measure::run(o, own_state(rt, Capability::TimedCopies)?),
+        OpKind::Measure(o) => measure::run(o, rt),
         OpKind::ExpectError { error, op: inner } => match run(inner, rt) {
             Ok(()) => Err(StepError::Check(format!(
                 "expect_error: the step succeeded; expected error {error}"
