@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::plan::{BufferDecl, CasePlan, PlanKind, RuntimePlan};
 use crate::rt::{span_bytes, Buffer, Context, ContextOptions, Error, HostBytes, MappedCopy};
-use crate::runtime::{lacks, Capability, Choice, Fork, Runtime, Target};
+use crate::runtime::{lacks, Capability, Fork, Runtime, Target};
 use crate::runtime::{State, StepError};
 use crate::selection;
 use crate::steps::{self, Op, OpKind};
@@ -41,17 +41,16 @@ pub fn needs(plan: &CasePlan) -> Option<(Capability, String)> {
 /// Why `plan` cannot run on `runtime`, if it cannot.
 pub fn unsupported(plan: &CasePlan, runtime: &Target) -> Option<String> {
     let (need, at) = needs(plan)?;
-    (!runtime.capabilities().contains(&need)).then(|| match runtime.choice() {
-        Choice::Vkcopy => format!("needs {}{at}, which vkcopy lacks", need.about()),
-        // No runtime to ask: the case checks vkcopy's own policy function.
-        Choice::Halide(_) if need == Capability::SelectionPolicies => format!(
-            "needs {}: it checks vkcopy's policy function on a recorded table, with no runtime under test",
-            need.about()
-        ),
-        Choice::Halide(_) => format!(
-            "needs {}{at}: Halide's ABI has no entry point for it",
-            need.about()
-        ),
+    (!runtime.capabilities().contains(&need)).then(|| {
+        if need == Capability::SelectionPolicies {
+            // No runtime to ask: the case checks vkcopy's own policy function.
+            format!(
+                "needs {}: it checks vkcopy's policy function on a recorded table, with no runtime under test",
+                need.about()
+            )
+        } else {
+            format!("needs {}{at}: {}", need.about(), runtime.lacking())
+        }
     })
 }
 

@@ -147,11 +147,15 @@ pub fn target(path: &Path) -> Target {
     Target::new(
         Choice::Halide(path.to_owned()),
         capabilities(path),
+        "Halide's ABI has no entry point for it",
         Arc::new(move |options, slots| {
             let rt = open(&lib, options, slots)?;
             Ok(Box::new(rt) as Box<dyn Runtime<'static>>)
         }),
     )
+    // Halide's runtime keeps its context, caches and error state in process
+    // globals (cases/halide/README.md says what one case leaves the next).
+    .one_case_per_process()
 }
 
 /// A case's runtime, with slots named `slots`, on the Halide library at

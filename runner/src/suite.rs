@@ -13,7 +13,7 @@ use vkcopy_engine::expectations::Expectations;
 use vkcopy_engine::layers::DeviceKeys;
 use vkcopy_engine::plan::{self, CasePlan};
 use vkcopy_engine::rt::{Context, ContextOptions, DeviceType, ElemType, Error, Kernels, Policy};
-use vkcopy_engine::runtime::{Choice, Target};
+use vkcopy_engine::runtime::Target;
 
 /// The device the suite runs on, as found by opening it once.
 #[derive(Clone, Debug)]
@@ -124,11 +124,11 @@ pub fn default_expectations(
     cases: &Path,
     keys: &DeviceKeys,
     policy: Policy,
-    runtime: &Choice,
+    runtime: &Target,
 ) -> Vec<PathBuf> {
     let dir = expectations_dir(cases);
-    if runtime.is_halide() {
-        return vec![dir.join(format!("runtime-{}.yaml", runtime.label()))];
+    if let Some(own) = runtime.own_expectations() {
+        return vec![dir.join(own)];
     }
     let mut files: Vec<PathBuf> = keys.files(&dir).into_iter().map(|(_, p)| p).collect();
     if policy != Policy::default() {
@@ -144,10 +144,10 @@ pub fn expectations_to_update(
     cases: &Path,
     keys: &DeviceKeys,
     policy: Policy,
-    runtime: &Choice,
+    runtime: &Target,
 ) -> PathBuf {
     let files = default_expectations(cases, keys, policy, runtime);
-    if runtime.is_halide() || policy != Policy::default() {
+    if !runtime.takes_policy() || policy != Policy::default() {
         files.last().cloned().unwrap_or_default()
     } else {
         files.first().cloned().unwrap_or_default()
@@ -285,7 +285,7 @@ impl Suite {
                 &config.cases,
                 &d.keys,
                 config.options.policy,
-                config.runtime.choice(),
+                &config.runtime,
             )
             .into_iter()
             .filter(|p| p.is_file())
@@ -463,10 +463,7 @@ impl Suite {
                 .as_ref()
                 .map(|d| d.record.clone())
                 .unwrap_or_default(),
-            policy: match self.runtime.choice().halide_name() {
-                Some(name) => format!("halide-runtime-{name}"),
-                None => self.options.policy.to_string(),
-            },
+            policy: self.runtime.report_policy(self.options.policy),
             simulated_memory: self
                 .options
                 .simulate_memory

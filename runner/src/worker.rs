@@ -17,7 +17,7 @@ use crate::outcome::{Outcome, Status};
 use vkcopy_engine::exec;
 use vkcopy_engine::plan;
 use vkcopy_engine::rt::ContextOptions;
-use vkcopy_engine::runtime::{Choice, Target};
+use vkcopy_engine::runtime::Target;
 
 /// The start of a result line on a worker's stdout; any other line is output.
 const MARK: &str = "\u{1e}vkcopy-suite-result ";
@@ -57,11 +57,11 @@ impl Spawn {
             args.push("--validation".to_owned());
         }
         // The runtime travels as an argument, resolved once by the run.
-        args.extend(["--runtime".to_owned(), overrides.runtime.arg()]);
+        args.extend(["--runtime".to_owned(), overrides.runtime.choice().arg()]);
         Spawn {
             exe: exe.to_owned(),
             args,
-            fresh: overrides.runtime.is_halide(),
+            fresh: overrides.runtime.fresh_worker_per_case(),
         }
     }
 }
@@ -76,7 +76,7 @@ pub struct Overrides {
     /// `--validation`.
     pub validation: bool,
     /// The runtime under test.
-    pub runtime: Choice,
+    pub runtime: Target,
 }
 
 enum Event {
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn workers_of_halide_serve_one_case_each_and_carry_the_runtime() {
         let halide = Overrides {
-            runtime: Choice::Halide("/x/libhalide.so".into()),
+            runtime: crate::target::target(Choice::Halide("/x/libhalide.so".into())),
             ..Overrides::default()
         };
         let s = Spawn::new(Path::new("suite"), Path::new("/c"), &halide);

@@ -52,7 +52,7 @@ fn main() {
         Path::new(env!("CARGO_BIN_EXE_vkcopy-suite")),
         &config.cases,
         &Overrides {
-            runtime: config.runtime.choice().clone(),
+            runtime: config.runtime.clone(),
             ..Overrides::default()
         },
     );

@@ -21,6 +21,8 @@ pub struct Target {
     choice: Choice,
     capabilities: &'static [Capability],
     open: Option<Open>,
+    one_case_per_process: bool,
+    lacking: &'static str,
 }
 
 impl Target {
@@ -30,16 +32,35 @@ impl Target {
             choice: Choice::Vkcopy,
             capabilities: &Capability::ALL,
             open: None,
+            one_case_per_process: false,
+            lacking: "vkcopy lacks it",
         }
     }
 
     /// Another runtime, named by `choice` (how workers are told it), with
-    /// what it can do beyond the primitives and how a case opens it.
-    pub fn new(choice: Choice, capabilities: &'static [Capability], open: Open) -> Target {
+    /// what it can do beyond the primitives, why it lacks the rest (a skipped
+    /// case says it), and how a case opens it.
+    pub fn new(
+        choice: Choice,
+        capabilities: &'static [Capability],
+        lacking: &'static str,
+        open: Open,
+    ) -> Target {
         Target {
             choice,
             capabilities,
             open: Some(open),
+            one_case_per_process: false,
+            lacking,
+        }
+    }
+
+    /// The same runtime, run one case per worker process: for one that keeps
+    /// its state in process globals, which a case may leave behind.
+    pub fn one_case_per_process(self) -> Target {
+        Target {
+            one_case_per_process: true,
+            ..self
         }
     }
 
@@ -51,6 +72,43 @@ impl Target {
     /// What it can do beyond the primitives every runtime has.
     pub fn capabilities(&self) -> &'static [Capability] {
         self.capabilities
+    }
+
+    /// Why it lacks a capability it does not have, as a skipped case says.
+    pub fn lacking(&self) -> &'static str {
+        self.lacking
+    }
+
+    /// Whether each case gets a worker process of its own.
+    pub fn fresh_worker_per_case(&self) -> bool {
+        self.one_case_per_process
+    }
+
+    /// The short name reports, run folders and expectation files use:
+    /// `vkcopy`, or `halide-` and the library's release or file stem.
+    pub fn label(&self) -> String {
+        self.choice.label()
+    }
+
+    /// Whether vkcopy's policies place its memory: on vkcopy's own API. Any
+    /// other runtime picks memory types itself.
+    pub fn takes_policy(&self) -> bool {
+        self.open.is_none()
+    }
+
+    /// A runtime other than vkcopy's own API has its own known failures, in
+    /// this file of `reports/expectations/`, read alone.
+    pub fn own_expectations(&self) -> Option<String> {
+        (!self.takes_policy()).then(|| format!("runtime-{}.yaml", self.label()))
+    }
+
+    /// What a report's `policy` field says: `policy` on vkcopy's own API, else
+    /// `halide-runtime-` and the library's name.
+    pub fn report_policy(&self, policy: impl std::fmt::Display) -> String {
+        match self.choice.halide_name() {
+            Some(name) => format!("halide-runtime-{name}"),
+            None => policy.to_string(),
+        }
     }
 
     /// How a case opens it; `None` for vkcopy's own API.
@@ -65,6 +123,12 @@ impl fmt::Debug for Target {
             .field("choice", &self.choice)
             .field("capabilities", &self.capabilities)
             .finish()
+    }
+}
+
+impl Default for Target {
+    fn default() -> Target {
+        Target::vkcopy()
     }
 }
 

@@ -279,7 +279,7 @@ fn run_from(args: Args, from: Option<Resume>) -> ExitCode {
                 policy: args.policy.map(|p| p.to_string()),
                 simulate_memory: args.simulate_memory.clone(),
                 validation: args.validation,
-                runtime: suite.runtime.choice().clone(),
+                runtime: suite.runtime.clone(),
             };
             Some(Spawn::new(&exe, &root, &overrides))
         }
@@ -498,7 +498,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
     }
     match &suite.device {
         // Halide's runtime picks its memory types itself: no policy of ours.
-        Ok(d) if suite.runtime.choice().is_halide() => out!(
+        Ok(d) if !suite.runtime.takes_policy() => out!(
             "device: {} ({}, {})",
             d.record.name,
             d.record.device_type,
@@ -516,7 +516,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
     if let (Ok(d), [], false) = (
         &suite.device,
         args.expectations.as_slice(),
-        suite.runtime.choice().is_halide(),
+        !suite.runtime.takes_policy(),
     ) {
         // Names the files a user may add for this device, the read ones below.
         let dir = vkcopy_suite::suite::expectations_dir(root);
@@ -555,7 +555,7 @@ fn update_expectations(suite: &Suite, args: &Args, report: &Report) -> Result<Pa
             &suite.root,
             &d.keys,
             suite.options.policy,
-            suite.runtime.choice(),
+            &suite.runtime,
         ),
         ([], Err(e)) => return Err(format!("--update-expectations: no device: {e}")),
         _ => return Err("--update-expectations: name one --expectations file to write".into()),
