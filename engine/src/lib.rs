@@ -1,6 +1,6 @@
 //! The case engine of vkcopy's conformance suite.
 //!
-//! Data flows one way: case file ([`case`], [`steps`]) -> [`plan`] (checked,
+//! Data flows one way: case file (`case`, `steps`) -> [`plan`] (checked,
 //! repeats expanded) -> [`exec`] (runs on the runtime under test, through the
 //! seam of [`runtime`]) -> outcome, judged against [`expectations`]. [`rt`]
 //! is everything the engine takes from the runtime crate. What runs a folder

@@ -4,7 +4,7 @@
 //! selects and judges the cases of a folder ([`suite`]) for the CLI and the
 //! test harness, runs them over [`worker`] processes ([`schedule`]), resolves
 //! the runtime under test once ([`target`]), and holds the commands beside a
-//! run: [`check`], [`scaffold`] and [`bench`].
+//! run: [`check`], [`scaffold`] and [`bench`](mod@bench).
 //! Halide's runtime comes in through `halide-harness`, archives and shards
 //! through `vkcopy-fleet`.
 

@@ -111,7 +111,7 @@ pub struct Finish {
 }
 
 /// A runtime under test, over the slots of one case (a buffer or view each).
-/// `'a` is the life of a vkcopy context, for [`Runtime::vkcopy`].
+/// `'a` is the life of a vkcopy context, which vkcopy's state and the runtimes it forks borrow.
 pub trait Runtime<'a> {
     /// What it can do beyond the primitives.
     fn capabilities(&self) -> &'static [Capability];
