@@ -20,9 +20,12 @@ type Interface = unsafe extern "C" fn() -> *const DeviceInterface;
 type Release = unsafe extern "C" fn(*mut c_void, *const DeviceInterface);
 type Reuse = unsafe extern "C" fn(*mut c_void, bool) -> c_int;
 type CanReuse = unsafe extern "C" fn(*mut c_void) -> bool;
+/// `halide_set_error_handler`'s handler (and `halide_set_custom_print`'s).
 pub type ErrorHandler = unsafe extern "C" fn(*mut c_void, *const c_char);
 type SetErrorHandler = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
 type SetPrint = unsafe extern "C" fn(ErrorHandler) -> ErrorHandler;
+/// `halide_set_custom_get_library_symbol`'s lookup, through which Halide
+/// finds its Vulkan entry points.
 pub type GetLibrarySymbol = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 type SetGetLibrarySymbol = unsafe extern "C" fn(GetLibrarySymbol) -> GetLibrarySymbol;
 
@@ -279,6 +282,7 @@ impl Library {
         unsafe { (self.device_release)(std::ptr::null_mut(), self.vulkan) }
     }
 
+    /// `halide_reuse_device_allocations`.
     pub fn reuse_device_allocations(&self, on: bool) -> c_int {
         let _calls = vkcopy::layer_gate::calling();
         // SAFETY: takes no pointer but the null user context.

@@ -16,6 +16,9 @@
 //! mapped copies or the small-copy queue. Memory placements, leak counts and
 //! recorded tables reach Halide through its Vulkan entry points (`shim/`).
 
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod ffi;
 pub(crate) mod runtime;
 pub(crate) mod shim;

@@ -90,8 +90,10 @@ impl Target {
         self.choice.label()
     }
 
-    /// Whether vkcopy's policies place its memory: on vkcopy's own API. Any
-    /// other runtime picks memory types itself.
+    /// Whether the run's policy (`--policy`) places its memory and picks its
+    /// expectation layers: vkcopy's own API. Any other runtime is judged by
+    /// its own expectations, also a library that takes vkcopy's settings
+    /// (whose cases set their own `policy:`).
     pub fn takes_policy(&self) -> bool {
         self.open.is_none()
     }
