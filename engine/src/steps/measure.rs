@@ -224,13 +224,9 @@ fn plan_name(n: &str, p: &mut Planner) -> Result<String, CaseError> {
 }
 
 pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
-    let device_type = rt.device_type();
-    let t = rt
-        .timed_copies()
-        .ok_or_else(|| lacks(Capability::TimedCopies))?;
     match op {
         Op::Profiling(on) => {
-            t.set_profiling(*on);
+            timed_copies(rt)?.set_profiling(*on);
             Ok(())
         }
         Op::Measure {
@@ -242,8 +238,11 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             min_ratio,
         } => {
             let of = min_ratio.as_ref().map(|(of, _)| of);
-            let (mut result, reference) = t.time(timed, *repeat, of)?;
+            let (mut result, reference) = timed_copies(rt)?.time(timed, *repeat, of)?;
             result.name = name.clone();
+            // Asked after the copies: a runtime may open its device on first use.
+            let device_type = rt.device_type();
+            let t = timed_copies(rt)?;
             let mut verdict = judge(device_type, min_gbps, max_us, &result);
             if let Some((of, min)) = min_ratio {
                 let r = ratio_to(t, of, *min, reference.as_ref(), &result)?;
@@ -279,6 +278,11 @@ pub fn run<'a>(op: &Op, rt: &mut dyn Runtime<'a>) -> Result<(), StepError> {
             verdict
         }
     }
+}
+
+fn timed_copies<'r, 'a>(rt: &'r mut dyn Runtime<'a>) -> Result<&'r mut dyn TimedCopies, StepError> {
+    rt.timed_copies()
+        .ok_or_else(|| lacks(Capability::TimedCopies))
 }
 
 /// Where a run says whether speed thresholds fail a case: `auto` (the
