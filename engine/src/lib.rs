@@ -33,5 +33,7 @@ pub mod timing;
 pub(crate) mod vocab;
 
 pub use rt::expr;
+/// What the device kernels of `add`, `map` and `sum` compute, on the host: a
+/// runtime that emulates them (Halide's harness) writes these results.
 pub use steps::compute::{add_sums, combine, sums_over};
 pub use steps::measure::SPEED_VAR;

@@ -133,9 +133,3 @@ impl Default for Target {
         Target::vkcopy()
     }
 }
-
-impl PartialEq for Target {
-    fn eq(&self, other: &Target) -> bool {
-        self.choice == other.choice && self.capabilities == other.capabilities
-    }
-}
