@@ -139,7 +139,9 @@ pub use runtime::emulate::Emulate;
 pub use runtime::host_copy::copy_host;
 pub use runtime::launch::{Access, Arg};
 pub use runtime::mapped_choice::MappedCalibration;
-pub use runtime::options::{ContextOptions, DeviceCopy, MappedCopy, SmallCopyQueue, ENVIRONMENT};
+pub use runtime::options::{
+    ContextOptions, CopyModel, DeviceCopy, MappedCopy, SmallCopyQueue, ENVIRONMENT,
+};
 pub use runtime::pending::{Event, HostEvent, InFlight, Pending};
 pub use runtime::raw_copy::RawCopy;
 pub use stats::{Counter, LeakReport, Placement, Stats};

@@ -1,5 +1,5 @@
 //! Small readbacks the CPU reads straight out of host-visible device memory
-//! with streaming loads (`runtime/mapped_readback.rs`): which contexts have the
+//! with streaming loads (`runtime/mapped.rs`): which contexts have the
 //! route, that the bytes are right for whole buffers and crops, and that memory
 //! the device wrote without a barrier to the host is read back by the GPU. On
 //! lavapipe (one host-visible device-local type) and on recorded tables

@@ -1,5 +1,5 @@
 //! Small uploads the CPU writes straight into host-visible device memory
-//! (`runtime/mapped_upload.rs`): where buffers are placed for them, which
+//! (`runtime/mapped.rs`): where buffers are placed for them, which
 //! contexts have the route, and that the bytes land right beside what the
 //! device wrote. On lavapipe (one host-visible device-local type) and on
 //! recorded tables presented on it.
@@ -132,11 +132,12 @@ fn auto_measures_the_first_upload_of_a_size_class() {
     assert_eq!(cal.len(), 1, "{cal:?}");
     assert_eq!((cal[0].min_bytes, cal[0].bytes), (4096, 5000));
     assert!(cal[0].mapped_seconds > 0.0 && cal[0].copy_seconds > 0.0);
-    // Each upload counts once, on the route its class took.
+    // Each upload counts once: the measured one on the GPU's route (its copy
+    // wrote last, as a readback's does), the next on the route its class took.
     let mapped = counter(&ctx, "copies_to_device_mapped");
     let staged = counter(&ctx, "copies_to_device_ring");
     assert_eq!(mapped + staged, 2);
-    assert_eq!(mapped == 2, cal[0].mapped, "{cal:?}");
+    assert_eq!(mapped == 1, cal[0].mapped, "{cal:?}");
     drop((a, b));
     assert_clean(&ctx);
 }

@@ -16,7 +16,7 @@ use crate::runtime::copy_choice::DeviceCopies;
 use crate::runtime::copy_queue::CopyQueue;
 use crate::runtime::emulate::Emulate;
 use crate::runtime::mapped_choice::MappedChoices;
-use crate::runtime::options::{ContextOptions, DeviceCopy, MappedCopy, SmallCopyQueue};
+use crate::runtime::options::{ContextOptions, CopyModel, DeviceCopy, MappedCopy, SmallCopyQueue};
 use crate::runtime::ring::Staging;
 use crate::runtime::route::{self, HostRoutes, RouteCounts};
 use crate::runtime::streams::Streams;
@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) mapped_readbacks: MappedChoices,
     /// Copies and bytes per route.
     pub(crate) routes: RouteCounts,
+    /// Whose copies the context makes.
+    pub(crate) model: CopyModel,
     /// Halide bugs brought back; read by the runtime alone.
     pub(crate) emulate: Emulate,
     pub(crate) allocator: Arc<Allocator>,
@@ -187,8 +189,10 @@ impl Context {
             device.queue(QueueRole::Upload),
             device.queue(QueueRole::Compute),
         );
+        let model = CopyModel::of(options.policy, emulate.any());
+        let vkcopy = model == CopyModel::Vkcopy;
         let small_copy_queue = match options.small_copy_queue {
-            _ if options.policy != Policy::Vkcopy || emulate.any() => SmallCopyQueue::Compute,
+            _ if !vkcopy => SmallCopyQueue::Compute,
             SmallCopyQueue::Auto if !other_queue => SmallCopyQueue::Compute,
             q => q,
         };
@@ -205,15 +209,10 @@ impl Context {
                 }
             }
         }
-        // Imports model vkcopy's own copy paths: the Halide policies always stage,
-        // and a simulation or an emulated bug models staging too.
-        let import =
-            options.policy == Policy::Vkcopy && !allocator.is_simulated() && !emulate.any();
-        // The copy shader is vkcopy's own path too: Halide copies with vkCmdCopyBuffer.
+        // A simulated table's placement cases model staging too.
+        let import = vkcopy && !allocator.is_simulated();
         let device_copy = match options.device_copy {
-            DeviceCopy::Auto if options.policy != Policy::Vkcopy || emulate.any() => {
-                DeviceCopy::Transfer
-            }
+            DeviceCopy::Auto if !vkcopy => DeviceCopy::Transfer,
             m => m,
         };
         let host_import = import.then(|| HostImport::new(&device)).flatten();
@@ -224,8 +223,7 @@ impl Context {
             ring: !emulate.staging_layout_mismatch() && !allocator.is_simulated(),
             // vkcopy's own route too; a simulated table takes it where the
             // table has the memory for it.
-            mapped: options.policy == Policy::Vkcopy
-                && !emulate.any()
+            mapped: vkcopy
                 && (options.mapped_upload != MappedCopy::Never
                     || options.mapped_readback != MappedCopy::Never)
                 && allocator.maps_device_memory(),
@@ -245,6 +243,7 @@ impl Context {
                 mapped_uploads: MappedChoices::new(options.mapped_upload),
                 mapped_readbacks: MappedChoices::new(options.mapped_readback),
                 routes: RouteCounts::default(),
+                model,
                 emulate,
                 allocator,
                 device,
@@ -291,6 +290,11 @@ impl Context {
     /// The allocator's configuration.
     pub fn alloc_config(&self) -> AllocConfig {
         *self.inner.allocator.config()
+    }
+
+    /// Whose copies this context makes: vkcopy's, or Halide's.
+    pub fn copy_model(&self) -> CopyModel {
+        self.inner.model
     }
 
     /// The Halide bugs this context brings back.

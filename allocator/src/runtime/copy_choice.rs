@@ -12,6 +12,7 @@
 use crate::runtime::calibrations::{Calibrations, Measured};
 use crate::runtime::options::DeviceCopy;
 use crate::runtime::plan::CopyPlan;
+use crate::runtime::route::Via;
 use crate::vk::copy_kernel::{GROUP_SIZE, PARAM_WORDS};
 
 /// Under [`DeviceCopy::Auto`], smaller copies use `vkCmdCopyBuffer`: they are
@@ -145,15 +146,6 @@ pub(crate) fn kernel_plan(
     })
 }
 
-/// How one device-to-device copy goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Choice {
-    Transfer,
-    Shader,
-    /// Both ways, timed; the faster becomes the choice for the copy's size class.
-    Calibrate,
-}
-
 /// One measurement of both paths on a copy, and the choice it made for the copy's
 /// size class: copies of `min_bytes` up to 4 x `min_bytes`, contiguous or not.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -197,20 +189,22 @@ impl DeviceCopies {
         self.mode
     }
 
-    /// The route of a copy of `bytes`, before the kernel's own conditions.
-    pub(crate) fn choice(&self, bytes: u64, contiguous: bool) -> Choice {
+    /// The route of a copy of `bytes` ([`Via::Transfer`] or [`Via::Shader`]),
+    /// before the kernel's own conditions; None where its size class is not
+    /// measured yet.
+    pub(crate) fn route(&self, bytes: u64, contiguous: bool) -> Option<Via> {
         match self.mode {
-            DeviceCopy::Transfer => Choice::Transfer,
-            DeviceCopy::Shader => Choice::Shader,
-            DeviceCopy::Auto if bytes < SHADER_MIN_BYTES => Choice::Transfer,
+            DeviceCopy::Transfer => Some(Via::Transfer),
+            DeviceCopy::Shader => Some(Via::Shader),
+            DeviceCopy::Auto if bytes < SHADER_MIN_BYTES => Some(Via::Transfer),
             DeviceCopy::Auto => {
                 let min = class_min_bytes(bytes);
                 self.calibrations.with(|list| {
-                    match list.iter().find(|c| c.class() == (min, contiguous)) {
-                        Some(c) if c.chosen == DeviceCopy::Shader => Choice::Shader,
-                        Some(_) => Choice::Transfer,
-                        None => Choice::Calibrate,
-                    }
+                    let class = list.iter().find(|c| c.class() == (min, contiguous));
+                    class.map(|c| match c.chosen {
+                        DeviceCopy::Shader => Via::Shader,
+                        _ => Via::Transfer,
+                    })
                 })
             }
         }
@@ -361,8 +355,8 @@ mod tests {
     #[test]
     fn auto_calibrates_once_per_class() {
         let d = DeviceCopies::new(DeviceCopy::Auto);
-        assert_eq!(d.choice(4096, true), Choice::Transfer);
-        assert_eq!(d.choice(1 << 26, true), Choice::Calibrate);
+        assert_eq!(d.route(4096, true), Some(Via::Transfer));
+        assert_eq!(d.route(1 << 26, true), None);
         d.learn(CopyCalibration {
             min_bytes: 1 << 26,
             contiguous: true,
@@ -371,10 +365,10 @@ mod tests {
             shader_seconds: 1.0,
             chosen: DeviceCopy::Shader,
         });
-        assert_eq!(d.choice(1 << 27, true), Choice::Shader);
-        assert_eq!(d.choice(1 << 27, false), Choice::Calibrate);
-        assert_eq!(d.choice(1 << 28, true), Choice::Calibrate);
+        assert_eq!(d.route(1 << 27, true), Some(Via::Shader));
+        assert_eq!(d.route(1 << 27, false), None);
+        assert_eq!(d.route(1 << 28, true), None);
         let forced = DeviceCopies::new(DeviceCopy::Shader);
-        assert_eq!(forced.choice(16, false), Choice::Shader);
+        assert_eq!(forced.route(16, false), Some(Via::Shader));
     }
 }

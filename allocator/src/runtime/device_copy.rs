@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::memory::policy::Role;
 use crate::runtime::context::Context;
 use crate::runtime::copy_choice::{
-    class_min_bytes, kernel_plan, Choice, CopyCalibration, KernelPlan, Limits, CALIBRATION_ROUNDS,
+    class_min_bytes, kernel_plan, CopyCalibration, KernelPlan, Limits, CALIBRATION_ROUNDS,
     MAX_GROUPS,
 };
 use crate::runtime::copy_queue::QueueCalibration;
@@ -91,8 +91,8 @@ impl Context {
         transfer: &dyn Fn() -> Result<()>,
     ) -> Result<Option<(Via, Option<u64>)>> {
         let choices = &self.inner.device_copies;
-        let choice = choices.choice(plan.bytes(), plan.chunks() == 1);
-        if choice == Choice::Transfer || !sub.queue().compute {
+        let route = choices.route(plan.bytes(), plan.chunks() == 1);
+        if route == Some(Via::Transfer) || !sub.queue().compute {
             return Ok(None);
         }
         let limits = self.copy_limits();
@@ -102,7 +102,7 @@ impl Context {
                 return Ok(None);
             };
             let legs = [leg(&k, sb, db)];
-            if choice == Choice::Calibrate {
+            if route.is_none() {
                 return self.calibrate(sub, plan, &legs, transfer).map(Some);
             }
             let gpu = self.run_legs(sub, &legs, self.profiling())?;
@@ -110,7 +110,7 @@ impl Context {
         }
         // One region: the boxes may overlap, so the copy cannot be repeated to
         // calibrate; such copies follow the class's choice once it is known.
-        if choice == Choice::Calibrate {
+        if route.is_none() {
             return Ok(None);
         }
         let (into, out_of) = (plan.with_dense_dst(), plan.with_dense_src());

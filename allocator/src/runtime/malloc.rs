@@ -54,7 +54,7 @@ impl Context {
             buf.device = None;
         }
         // Small buffers go where the CPU can write their uploads, if this context
-        // has that route (`mapped_upload.rs`).
+        // has that route (`mapped.rs`).
         let role = match self.inner.host_routes.mapped && size < MAPPED_MAX_BYTES {
             true => Role::DeviceMapped,
             false => Role::Device,

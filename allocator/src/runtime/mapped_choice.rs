@@ -11,23 +11,13 @@
 use crate::runtime::calibrations::{Calibrations, Measured};
 use crate::runtime::copy_choice::class_min_bytes;
 use crate::runtime::options::MappedCopy;
+use crate::runtime::route::Via;
 
 pub(crate) use crate::memory::policy::MAPPED_MAX_BYTES;
 
 /// Timed copies of each way per calibration; the best of each counts (near
 /// the crossover the two differ by a few microseconds).
 pub(crate) const ROUNDS: usize = 3;
-
-/// How one copy between host memory and host-visible device memory goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Choice {
-    /// The CPU makes it.
-    Mapped,
-    /// The GPU copies it, through staging or imported memory.
-    Copy,
-    /// Both, timed; the faster is kept for the size class.
-    Calibrate,
-}
 
 /// What the first upload or readback of a size class measured under
 /// [`MappedCopy::Auto`].
@@ -46,16 +36,14 @@ pub struct MappedCalibration {
 }
 
 impl MappedCalibration {
-    /// The way for a copy of `bytes` in this class. A class spans a factor of
-    /// 4, and the CPU's time grows with the bytes where the GPU's barely moves
-    /// (its submission dominates), so the CPU's measured time is scaled to the
-    /// copy: a crossover inside the class is not taken on the wrong side.
-    fn choice(&self, bytes: u64) -> Choice {
+    /// Whether the CPU makes a copy of `bytes` in this class. A class spans a
+    /// factor of 4, and the CPU's time grows with the bytes where the GPU's
+    /// barely moves (its submission dominates), so the CPU's measured time is
+    /// scaled to the copy: a crossover inside the class is not taken on the
+    /// wrong side.
+    fn cpu_wins(&self, bytes: u64) -> bool {
         let cpu = self.mapped_seconds * bytes as f64 / self.bytes.max(1) as f64;
-        match cpu < self.copy_seconds {
-            true => Choice::Mapped,
-            false => Choice::Copy,
-        }
+        cpu < self.copy_seconds
     }
 }
 
@@ -74,27 +62,29 @@ impl MappedChoices {
         }
     }
 
-    /// How a copy of `bytes` between host memory and host-visible device memory goes.
-    pub(crate) fn choice(&self, bytes: u64) -> Choice {
-        match self.mode {
-            MappedCopy::Never => Choice::Copy,
-            MappedCopy::Always => Choice::Mapped,
-            MappedCopy::Auto if bytes >= MAPPED_MAX_BYTES => Choice::Copy,
+    /// The route of a copy of `bytes` between host memory and host-visible
+    /// device memory: [`Via::Mapped`] (the CPU's), `gpu`, or None where its
+    /// size class is not measured yet.
+    pub(crate) fn route(&self, bytes: u64, gpu: Via) -> Option<Via> {
+        let cpu = match self.mode {
+            MappedCopy::Never => false,
+            MappedCopy::Always => true,
+            MappedCopy::Auto if bytes >= MAPPED_MAX_BYTES => false,
             MappedCopy::Auto => {
                 let min = class_min_bytes(bytes);
                 self.calibrations.with(|list| {
                     if list.iter().any(|c| !c.mapped && c.min_bytes < min) {
-                        Choice::Copy
+                        Some(false)
                     } else if list.iter().any(|c| c.mapped && c.min_bytes > min) {
-                        Choice::Mapped
-                    } else if let Some(c) = list.iter().find(|c| c.min_bytes == min) {
-                        c.choice(bytes)
+                        Some(true)
                     } else {
-                        Choice::Calibrate
+                        let class = list.iter().find(|c| c.min_bytes == min);
+                        class.map(|c| c.cpu_wins(bytes))
                     }
-                })
+                })?
             }
-        }
+        };
+        Some(if cpu { Via::Mapped } else { gpu })
     }
 
     pub(crate) fn learn(&self, c: MappedCalibration) {
@@ -117,6 +107,10 @@ impl Measured for MappedCalibration {
 mod tests {
     use super::*;
 
+    /// The CPU's route, and the GPU's that the tests offer.
+    const CPU: Option<Via> = Some(Via::Mapped);
+    const GPU: Option<Via> = Some(Via::Ring);
+
     /// A class measured at its smallest size, where the CPU took a fifth of
     /// the GPU's time (won) or twice it (lost).
     fn calibration(min_bytes: u64, mapped: bool) -> MappedCalibration {
@@ -132,24 +126,24 @@ mod tests {
     #[test]
     fn fixed_modes_ignore_size() {
         assert_eq!(
-            MappedChoices::new(MappedCopy::Never).choice(4),
-            Choice::Copy
+            MappedChoices::new(MappedCopy::Never).route(4, Via::Ring),
+            GPU
         );
         let on = MappedChoices::new(MappedCopy::Always);
-        assert_eq!(on.choice(4), Choice::Mapped);
-        assert_eq!(on.choice(1 << 30), Choice::Mapped);
+        assert_eq!(on.route(4, Via::Ring), CPU);
+        assert_eq!(on.route(1 << 30, Via::Ring), CPU);
     }
 
     #[test]
     fn auto_measures_each_class_once_up_to_the_limit() {
         let m = MappedChoices::new(MappedCopy::Auto);
-        assert_eq!(m.choice(4096), Choice::Calibrate);
-        assert_eq!(m.choice(MAPPED_MAX_BYTES), Choice::Copy);
-        assert_eq!(m.choice(MAPPED_MAX_BYTES - 1), Choice::Calibrate);
+        assert_eq!(m.route(4096, Via::Ring), None);
+        assert_eq!(m.route(MAPPED_MAX_BYTES, Via::Ring), GPU);
+        assert_eq!(m.route(MAPPED_MAX_BYTES - 1, Via::Ring), None);
         m.learn(calibration(4096, true));
-        assert_eq!(m.choice(4096), Choice::Mapped);
-        assert_eq!(m.choice(16383), Choice::Mapped);
-        assert_eq!(m.choice(16384), Choice::Calibrate);
+        assert_eq!(m.route(4096, Via::Ring), CPU);
+        assert_eq!(m.route(16383, Via::Ring), CPU);
+        assert_eq!(m.route(16384, Via::Ring), None);
     }
 
     #[test]
@@ -164,13 +158,13 @@ mod tests {
             copy_seconds: 14e-6,
             mapped: true,
         });
-        assert_eq!(m.choice(4096), Choice::Mapped);
-        assert_eq!(m.choice(11_000), Choice::Mapped);
+        assert_eq!(m.route(4096, Via::Ring), CPU);
+        assert_eq!(m.route(11_000, Via::Ring), CPU);
         // 12 KiB would take the CPU 15 us.
-        assert_eq!(m.choice(12 << 10), Choice::Copy);
-        assert_eq!(m.choice(16383), Choice::Copy);
+        assert_eq!(m.route(12 << 10, Via::Ring), GPU);
+        assert_eq!(m.route(16383, Via::Ring), GPU);
         // Smaller classes than a CPU win are the CPU's without measuring.
-        assert_eq!(m.choice(1000), Choice::Mapped);
+        assert_eq!(m.route(1000, Via::Ring), CPU);
         // A class measured where the GPU won, but at its largest size: the
         // smaller copies of the class are still the CPU's where it scales under.
         let m = MappedChoices::new(MappedCopy::Auto);
@@ -181,9 +175,9 @@ mod tests {
             copy_seconds: 14e-6,
             mapped: false,
         });
-        assert_eq!(m.choice(4096), Choice::Mapped);
-        assert_eq!(m.choice(16000), Choice::Copy);
-        assert_eq!(m.choice(1 << 20), Choice::Copy);
+        assert_eq!(m.route(4096, Via::Ring), CPU);
+        assert_eq!(m.route(16000, Via::Ring), GPU);
+        assert_eq!(m.route(1 << 20, Via::Ring), GPU);
     }
 
     #[test]
@@ -192,14 +186,14 @@ mod tests {
         m.learn(calibration(1 << 16, true));
         m.learn(calibration(1 << 20, false));
         // Smaller than a CPU win: the CPU; larger than a GPU win: the GPU.
-        assert_eq!(m.choice(1 << 10), Choice::Mapped);
-        assert_eq!(m.choice(2 << 20), Choice::Copy);
+        assert_eq!(m.route(1 << 10, Via::Ring), CPU);
+        assert_eq!(m.route(2 << 20, Via::Ring), GPU);
         // Between the two: measured.
-        assert_eq!(m.choice(1 << 18), Choice::Calibrate);
+        assert_eq!(m.route(1 << 18, Via::Ring), None);
         // A class measured again replaces its old result.
         m.learn(calibration(1 << 16, false));
         assert_eq!(m.calibrations().len(), 2);
-        assert_eq!(m.choice(1 << 10), Choice::Calibrate);
-        assert_eq!(m.choice(1 << 17), Choice::Copy);
+        assert_eq!(m.route(1 << 10, Via::Ring), None);
+        assert_eq!(m.route(1 << 17, Via::Ring), GPU);
     }
 }

@@ -97,13 +97,39 @@ macro_rules! mode_names {
     };
 }
 
+/// Whose copies a context makes, decided once when it opens: vkcopy's, or
+/// Halide's, which the suite runs to show Halide's behaviour and its bugs.
+/// Halide copies through a staging buffer made for each copy, on one queue,
+/// with `vkCmdCopyBuffer` between device buffers; so under [`CopyModel::Halide`]
+/// a context imports no host memory, takes no mapped copies (the modes read
+/// `Never`) and keeps small copies on the compute queue, whatever the options
+/// ask, and under [`DeviceCopy::Auto`] copies device to device with
+/// `vkCmdCopyBuffer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopyModel {
+    /// vkcopy's routes, as the options choose them.
+    Vkcopy,
+    /// Halide's: under the Halide policies, or with any Halide bug emulated.
+    Halide,
+}
+
+impl CopyModel {
+    /// The model of a context with `policy`, emulating a Halide bug or not.
+    pub(crate) fn of(policy: crate::Policy, emulates_halide: bool) -> CopyModel {
+        match policy == crate::Policy::Vkcopy && !emulates_halide {
+            true => CopyModel::Vkcopy,
+            false => CopyModel::Halide,
+        }
+    }
+}
+
 /// How device-to-device copies are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DeviceCopy {
     /// The faster of the two paths, measured with GPU timestamps on the first copy
     /// of each size class (a factor of 4 in bytes, contiguous or not) of at least
-    /// 1 MiB; smaller copies use `vkCmdCopyBuffer`. The Halide policies and
-    /// emulated Halide bugs always use `vkCmdCopyBuffer`, as Halide does.
+    /// 1 MiB; smaller copies use `vkCmdCopyBuffer`. Under [`CopyModel::Halide`],
+    /// always `vkCmdCopyBuffer`, as Halide does.
     #[default]
     Auto,
     /// Always `vkCmdCopyBuffer`.
@@ -119,8 +145,8 @@ mode_names!(DeviceCopy, [Auto => "auto", Transfer => "transfer", Shader => "shad
 /// Whether small copies between host memory and device memory that is
 /// host-visible are made by the CPU (as NVIDIA's GDRCopy does for CUDA): its
 /// writes for uploads ([`ContextOptions::mapped_upload`]), its streaming loads
-/// for readbacks ([`ContextOptions::mapped_readback`]). Only under the vkcopy
-/// policy with no emulated Halide bug, and only where the device has
+/// for readbacks ([`ContextOptions::mapped_readback`]). Only under
+/// [`CopyModel::Vkcopy`], and only where the device has
 /// host-visible, host-coherent device memory off a small BAR heap (resizable
 /// BAR, integrated GPUs, CPU devices): then buffers under 4 MiB are placed
 /// there ([`Role::DeviceMapped`](crate::Role::DeviceMapped)) unless both modes
@@ -141,9 +167,8 @@ pub enum MappedCopy {
 mode_names!(MappedCopy, [Auto => "auto", Never => "never", Always => "always"]);
 
 /// Which queue takes small blocking copies by the GPU (under 16 MiB: uploads by
-/// copy, readbacks, device-to-device copies). Only under the vkcopy policy with
-/// no emulated Halide bug (Halide submits to one queue); elsewhere the compute
-/// queue.
+/// copy, readbacks, device-to-device copies). Only under [`CopyModel::Vkcopy`]
+/// (Halide submits to one queue); elsewhere the compute queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SmallCopyQueue {
     /// The fastest queue for the copy's path and size class, measured on the

@@ -145,7 +145,7 @@ pub(crate) struct HostRoutes {
     pub(crate) ring: bool,
     /// Small buffers get host-visible device memory, and uploads into it and
     /// readbacks from it may be made by the CPU ([`Via::Mapped`],
-    /// `mapped_upload.rs`, `mapped_readback.rs`).
+    /// `mapped.rs`).
     pub(crate) mapped: bool,
 }
 

@@ -20,7 +20,6 @@ use crate::runtime::copy_queue::{
     Choice as QueueChoice, QueueCalibration, QueueTime, ROUNDS as QUEUE_ROUNDS,
 };
 use crate::runtime::host_copy;
-use crate::runtime::mapped_choice::Choice as MappedChoice;
 use crate::runtime::options::MappedCopy;
 use crate::runtime::plan::CopyPlan;
 use crate::runtime::route::{Route, Via, IMPORT_MIN_BYTES};
@@ -194,13 +193,43 @@ impl Drop for DeviceWrite<'_> {
     }
 }
 
-/// The route of one upload or readback, with what it needs.
-#[derive(Clone, Copy)]
-enum Chosen {
-    /// The imported buffer over the host memory, and the offset of its first byte.
-    Imported(vk::Buffer, u64),
-    Ring,
-    Staged,
+/// The host memory of a copy between host and device memory, which is also its
+/// direction: an upload reads it, a readback writes it.
+pub(crate) enum HostMem<'m> {
+    Upload(&'m HostBytes),
+    Readback(&'m mut HostBytes),
+}
+
+impl HostMem<'_> {
+    pub(crate) fn path(&self) -> CopyPath {
+        match self {
+            HostMem::Upload(_) => CopyPath::HostToDevice,
+            HostMem::Readback(_) => CopyPath::DeviceToHost,
+        }
+    }
+
+    /// The role of the copy's staging.
+    fn role(&self) -> Role {
+        match self {
+            HostMem::Upload(_) => Role::Upload,
+            HostMem::Readback(_) => Role::Readback,
+        }
+    }
+
+    fn bytes(&self) -> &HostBytes {
+        match self {
+            HostMem::Upload(b) => b,
+            HostMem::Readback(b) => b,
+        }
+    }
+
+    /// The same memory, for one more copy.
+    pub(crate) fn reborrow(&mut self) -> HostMem<'_> {
+        match self {
+            HostMem::Upload(b) => HostMem::Upload(b),
+            HostMem::Readback(b) => HostMem::Readback(b),
+        }
+    }
 }
 
 impl Context {
@@ -340,27 +369,21 @@ impl Context {
         }
     }
 
-    /// The route of an upload or readback of `plan` to or from host memory `bytes`:
-    /// imported where the table says so and the import succeeds, else staged.
-    /// A small readback also imports small host memory that it reads into again:
-    /// the CPU's copy out of staging is most of what a 64 KiB readback adds
-    /// to a 4 KiB one. (Small uploads are written by the CPU where they can.)
-    fn host_route(&self, plan: &CopyPlan, bytes: &HostBytes, role: Role) -> Chosen {
-        let table = &self.inner.host_routes;
-        let import = self.inner.host_import.as_ref();
-        let imported = match table.choose(plan.bytes()) {
-            Via::Imported => import.and_then(|i| i.buffer(bytes, role)),
+    /// The imported buffer over host memory `mem` for a copy of `plan`, and
+    /// the offset of its first byte, where the context's routes import a copy
+    /// of its size and the import succeeds; None to stage. A small readback
+    /// also imports small host memory that it reads into again: the CPU's copy
+    /// out of staging is most of what a 64 KiB readback adds to a 4 KiB one.
+    /// (Small uploads are written by the CPU where they can.)
+    fn imported(&self, plan: &CopyPlan, mem: &HostMem<'_>) -> Option<(vk::Buffer, u64)> {
+        let import = self.inner.host_import.as_ref()?;
+        let (bytes, role) = (mem.bytes(), mem.role());
+        match self.inner.host_routes.choose(plan.bytes()) {
+            Via::Imported => import.buffer(bytes, role),
             _ if role == Role::Readback => {
-                import.and_then(|i| i.buffer_when_reused(bytes, role, IMPORT_MIN_BYTES as usize))
+                import.buffer_when_reused(bytes, role, IMPORT_MIN_BYTES as usize)
             }
             _ => None,
-        };
-        if let Some((buffer, base)) = imported {
-            return Chosen::Imported(buffer, base);
-        }
-        match table.staging() {
-            Via::Ring => Chosen::Ring,
-            _ => Chosen::Staged,
         }
     }
 
@@ -404,8 +427,7 @@ impl Context {
         }
     }
 
-    /// Copies the intersection of a host view and a device view, host to device,
-    /// by the route the context's table gives a copy of its size.
+    /// Copies the intersection of a host view and a device view, host to device.
     pub(crate) fn upload(
         &self,
         sub: &Submitter,
@@ -414,122 +436,17 @@ impl Context {
         elem_bytes: usize,
     ) -> Result<()> {
         let plan = self.plan(src.1, dst.1, elem_bytes)?;
-        if plan.chunks() == 0 {
-            return Ok(());
-        }
-        let start = std::time::Instant::now();
-        let dst_off = dst.0.byte_offset(elem_bytes);
-        check_region("destination", dst_off + plan.dst_end(), dst.0.region.size())?;
         let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-        host_copy::check("source", src.0, mem.len(), plan.src_end())?;
-        let host = &mem[src.0.offset..];
-        let region = &*dst.0.region;
-        let device = |access| (region.vk_buffer(), dst_off, access);
-        let choice = match self.takes_mapped_copies(region) && !region.writes_unavailable() {
-            true => self.inner.mapped_uploads.choice(plan.bytes()),
-            false => MappedChoice::Copy,
-        };
-        let (via, gpu) = match choice {
-            MappedChoice::Mapped => {
-                self.write_mapped(&plan, host, region, dst_off)?;
-                (Via::Mapped, None)
-            }
-            MappedChoice::Copy => {
-                let _write = self.device_writes_into(region);
-                let h2d = (CopyPath::HostToDevice, plan.bytes(), region.is_wrapped());
-                self.on_copy_queue(sub, h2d, |s| {
-                    self.upload_by_copy(s, &plan, &mem, src.0.offset, device(HostAccess::No))
-                })?
-            }
-            MappedChoice::Calibrate => {
-                // The CPU writes next: the GPU's writes are made available at once.
-                let yes = device(HostAccess::Yes);
-                let copy = || self.upload_by_copy(sub, &plan, &mem, src.0.offset, yes);
-                match self.calibrate_upload(&plan, host, region, dst_off, copy)? {
-                    (true, _) => (Via::Mapped, None),
-                    (false, copied) => copied,
-                }
-            }
-        };
-        self.record(CopyPath::HostToDevice, Some(via), plan.bytes(), start, gpu);
-        Ok(())
-    }
-
-    /// An upload by the GPU from the host memory `mem` (the view's bytes start at
-    /// `offset`) to a device buffer at a byte offset, ending with a barrier to the
-    /// host where `access` says the host touches that memory next: imported where
-    /// the table says so, else through staging. Returns the route and, when
-    /// profiling, the GPU time in ns.
-    fn upload_by_copy(
-        &self,
-        sub: &Submitter,
-        plan: &CopyPlan,
-        mem: &HostBytes,
-        offset: usize,
-        (buffer, at, access): (vk::Buffer, u64, HostAccess),
-    ) -> Result<(Via, Option<u64>)> {
-        let host = &mem[offset..];
-        let device = (buffer, at);
-        Ok(match self.host_route(plan, mem, Role::Upload) {
-            Chosen::Imported(from, base) => {
-                let from = (from, base + offset as u64);
-                let gpu = self.submit_copy(sub, plan, from, device, Some(HostSide::Src), access)?;
-                (Via::Imported, gpu)
-            }
-            Chosen::Ring => (
-                Via::Ring,
-                self.upload_staged(sub, plan, host, device, access)?,
-            ),
-            Chosen::Staged => (
-                Via::Staged,
-                self.upload_per_copy(sub, plan, host, device, access)?,
-            ),
-        })
-    }
-
-    /// Called before a device write into `dst` is submitted, and held until the
-    /// write is done. A barrier to the host costs microseconds in every such
-    /// submission, so device writes end without one (`HostAccess::No`); memory
-    /// that takes mapped uploads is marked instead, and the CPU writes it again
-    /// only after a readback from it, which ends with that barrier (uploads in
-    /// between go by the GPU's copy, ordered after the device's writes).
-    pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> DeviceWrite<'r> {
-        let marked = self.takes_mapped_copies(dst).then_some(dst);
-        if let Some(r) = marked {
-            r.mark_unavailable();
-        }
-        DeviceWrite(marked)
-    }
-
-    /// Upload through a staging buffer made for this copy.
-    fn upload_per_copy(
-        &self,
-        sub: &Submitter,
-        plan: &CopyPlan,
-        host: &[u8],
-        device: (vk::Buffer, u64),
-        access: HostAccess,
-    ) -> Result<Option<u64>> {
-        let (pack, unpack, size) = self.staging(plan);
-        let staging = self.allocate_region(Role::Upload, size)?;
-        let ptr = staging.host_ptr()?;
-        // SAFETY: `size` bytes are mapped; this staging region was made for this
-        // copy alone, so nothing else touches it.
-        let out = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), size as usize) };
-        pack.copy_host(host, out);
-        self.flush(&staging.alloc, 0, size)?;
-        self.submit_copy(
+        let at = dst.0.byte_offset(elem_bytes);
+        self.host_device(
             sub,
-            &unpack,
-            (staging.alloc.buffer, 0),
-            device,
-            None,
-            access,
+            &plan,
+            (HostMem::Upload(&mem), src.0),
+            (&dst.0.region, at),
         )
     }
 
-    /// Copies the intersection of a device view and a host view, device to host,
-    /// by the route the context's table gives a copy of its size.
+    /// Copies the intersection of a device view and a host view, device to host.
     pub(crate) fn readback(
         &self,
         sub: &Submitter,
@@ -538,123 +455,201 @@ impl Context {
         elem_bytes: usize,
     ) -> Result<()> {
         let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
+        let at = src.0.byte_offset(elem_bytes);
+        self.host_device(
+            sub,
+            &plan,
+            (HostMem::Readback(&mut mem), dst.0),
+            (&src.0.region, at),
+        )
+    }
+
+    /// Carries out `plan` between host memory (`mem`, of `view`) and `region`
+    /// from byte `at`, either way: by the CPU where the memory is mapped for it
+    /// and the CPU is the faster, else by the GPU (on the queue
+    /// [`Context::on_copy_queue`] chooses), straight to or from imported host
+    /// memory, or through staging.
+    fn host_device(
+        &self,
+        sub: &Submitter,
+        plan: &CopyPlan,
+        (mut mem, view): (HostMem<'_>, &HostView),
+        (region, at): (&Region, u64),
+    ) -> Result<()> {
         if plan.chunks() == 0 {
             return Ok(());
         }
         let start = std::time::Instant::now();
-        let src_off = src.0.byte_offset(elem_bytes);
-        check_region("source", src_off + plan.src_end(), src.0.region.size())?;
-        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        host_copy::check("destination", dst.0, mem.len(), plan.dst_end())?;
-        let region = &*src.0.region;
+        let path = mem.path();
+        let upload = path == CopyPath::HostToDevice;
+        let ((device, device_end), (host, host_end)) = match upload {
+            true => (("destination", plan.dst_end()), ("source", plan.src_end())),
+            false => (("source", plan.src_end()), ("destination", plan.dst_end())),
+        };
+        check_region(device, at + device_end, region.size())?;
+        host_copy::check(host, view, mem.bytes().len(), host_end)?;
+        let offset = view.offset;
+        let gpu_route = self.inner.host_routes.choose(plan.bytes());
         // Streaming loads pay a PCIe round trip per run of bytes, which a
         // class measured on one run does not show: under `auto` only a
         // contiguous readback is measured or read by the CPU.
-        let runs_ok = plan.chunks() == 1 || self.inner.mapped_readbacks.mode != MappedCopy::Auto;
-        let choice =
-            match self.takes_mapped_copies(region) && !region.writes_unavailable() && runs_ok {
-                true => self.inner.mapped_readbacks.choice(plan.bytes()),
-                false => MappedChoice::Copy,
-            };
-        let offset = dst.0.offset;
-        if choice == MappedChoice::Mapped {
-            self.read_mapped(&plan, region, src_off, &mut mem[offset..])?;
-            self.record(
-                CopyPath::DeviceToHost,
-                Some(Via::Mapped),
-                plan.bytes(),
-                start,
-                None,
-            );
+        let choices = self.mapped_choices(path);
+        let runs_ok = upload || plan.chunks() == 1 || choices.mode != MappedCopy::Auto;
+        let route = match self.takes_mapped_copies(region) && !region.writes_unavailable() {
+            true if runs_ok => choices.route(plan.bytes(), gpu_route),
+            _ => Some(gpu_route),
+        };
+        let cpu = |mem: HostMem<'_>| self.cpu_copy(plan, mem, offset, (region, at));
+        if route == Some(Via::Mapped) {
+            cpu(mem)?;
+            self.record(path, Some(Via::Mapped), plan.bytes(), start, None);
             return Ok(());
         }
-        let device = (region.vk_buffer(), src_off);
-        let route = self.host_route(&plan, &mem, Role::Readback);
-        let d2h = (CopyPath::DeviceToHost, plan.bytes(), region.is_wrapped());
-        let seen = region.unavailable_marks();
-        let copy = |mem: &mut [u8]| {
-            self.on_copy_queue(sub, d2h, |sub| {
-                self.readback_by(sub, &plan, route, device, offset, mem)
+        let imported = self.imported(plan, &mem);
+        let device = (region.vk_buffer(), at);
+        let by_gpu = |mut mem: HostMem<'_>, access: HostAccess| {
+            let class = (path, plan.bytes(), region.is_wrapped());
+            self.on_copy_queue(sub, class, |sub| {
+                self.by_gpu(
+                    sub,
+                    plan,
+                    (mem.reborrow(), offset),
+                    imported,
+                    device,
+                    access,
+                )
             })
         };
-        // A calibration ends on the GPU's copy, whose route is counted.
-        let (via, gpu) = match choice {
-            MappedChoice::Calibrate => {
-                let mem = (&mut mem[..], offset);
-                self.calibrate_readback(&plan, (region, src_off), mem, copy)?
-                    .1
-            }
-            _ => copy(&mut mem[..])?,
-        };
-        // Every readback by the GPU ends with a barrier to the host, after every
+        // A readback by the GPU ends with a barrier to the host, after every
         // earlier device write the host waited for (and so every later
-        // submission on any queue waits for too).
-        region.clear_unavailable(seen);
-        self.record(CopyPath::DeviceToHost, Some(via), plan.bytes(), start, gpu);
+        // submission on any queue waits for too); it clears the region's marks.
+        let seen = region.unavailable_marks();
+        let (via, gpu) = match route {
+            // An upload by the GPU ends without that barrier and marks the
+            // region (see `device_writes_into`).
+            Some(_) if upload => {
+                let _write = self.device_writes_into(region);
+                by_gpu(mem, HostAccess::No)?
+            }
+            Some(_) => by_gpu(mem, HostAccess::Yes)?,
+            // Measuring ends on the GPU's copy, whose route is counted; the
+            // CPU may copy next, so the GPU's writes are made available.
+            None => {
+                let gpu = |mem: HostMem<'_>| by_gpu(mem, HostAccess::Yes);
+                self.measure_mapped(path, plan, &mut mem, cpu, gpu)?.1
+            }
+        };
+        if !upload || route.is_none() {
+            region.clear_unavailable(seen);
+        }
+        self.record(path, Some(via), plan.bytes(), start, gpu);
         Ok(())
     }
 
-    /// A readback by `route` on `sub`'s queue.
-    fn readback_by(
+    /// A copy of `plan` by the GPU on `sub`'s queue, between the host memory
+    /// (the view's bytes from `offset`) and a device buffer at a byte offset,
+    /// ending with a barrier to the host where `access` says the host touches
+    /// the device memory next: straight to or from the `imported` buffer over
+    /// the host memory (with the offset of its first byte), else through
+    /// staging. Returns the route and, when profiling, the GPU time in ns.
+    fn by_gpu(
         &self,
         sub: &Submitter,
         plan: &CopyPlan,
-        route: Chosen,
+        (mem, offset): (HostMem<'_>, usize),
+        imported: Option<(vk::Buffer, u64)>,
         device: (vk::Buffer, u64),
-        offset: usize,
-        mem: &mut [u8],
+        access: HostAccess,
     ) -> Result<(Via, Option<u64>)> {
-        Ok(match route {
-            Chosen::Imported(buffer, base) => {
-                // The GPU writes the user's memory; the submission ends with a barrier
-                // to HOST_READ and the memory is coherent.
-                let to = (buffer, base + offset as u64);
-                let gpu =
-                    self.submit_copy(sub, plan, device, to, Some(HostSide::Dst), HostAccess::Yes);
-                if let Err(Error::Timeout { .. }) = gpu {
-                    // The GPU may still be writing the memory: the write lock is held
-                    // until it is idle, so no reader of the host memory races it.
-                    self.inner.device.settle();
+        if let Some((buffer, base)) = imported {
+            let host = (buffer, base + offset as u64);
+            let gpu = match mem {
+                HostMem::Upload(_) => {
+                    self.submit_copy(sub, plan, host, device, Some(HostSide::Src), access)
                 }
-                (Via::Imported, gpu?)
+                // The GPU writes the user's memory; the submission ends with a
+                // barrier to HOST_READ and the memory is coherent.
+                HostMem::Readback(_) => {
+                    let gpu = self.submit_copy(
+                        sub,
+                        plan,
+                        device,
+                        host,
+                        Some(HostSide::Dst),
+                        HostAccess::Yes,
+                    );
+                    if let Err(Error::Timeout { .. }) = gpu {
+                        // The GPU may still be writing the memory: the write lock
+                        // is held until it is idle, so no reader of the host
+                        // memory races it.
+                        self.inner.device.settle();
+                    }
+                    gpu
+                }
+            };
+            return Ok((Via::Imported, gpu?));
+        }
+        let via = self.inner.host_routes.staging();
+        let gpu = match (via, mem) {
+            (Via::Ring, HostMem::Upload(h)) => {
+                self.upload_staged(sub, plan, &h[offset..], device, access)?
             }
-            Chosen::Ring => {
-                let gpu = self.readback_staged(sub, plan, device, &mut mem[offset..])?;
-                (Via::Ring, gpu)
+            (Via::Ring, HostMem::Readback(h)) => {
+                self.readback_staged(sub, plan, device, &mut h[offset..])?
             }
-            Chosen::Staged => {
-                let gpu = self.readback_per_copy(sub, plan, device, &mut mem[offset..])?;
-                (Via::Staged, gpu)
-            }
-        })
+            (_, mem) => self.per_copy(sub, plan, (mem, offset), device, access)?,
+        };
+        Ok((via, gpu))
     }
 
-    /// Readback through a staging buffer made for this copy.
-    fn readback_per_copy(
+    /// A copy through a staging buffer made for it, as Halide stages.
+    fn per_copy(
         &self,
         sub: &Submitter,
         plan: &CopyPlan,
+        (mem, offset): (HostMem<'_>, usize),
         device: (vk::Buffer, u64),
-        host: &mut [u8],
+        access: HostAccess,
     ) -> Result<Option<u64>> {
         let (pack, unpack, size) = self.staging(plan);
-        let staging = self.allocate_region(Role::Readback, size)?;
-        let gpu = self.submit_copy(
-            sub,
-            &pack,
-            device,
-            (staging.alloc.buffer, 0),
-            None,
-            HostAccess::Yes,
-        )?;
-        self.invalidate(&staging.alloc, 0, size)?;
-        // The submission was waited for and ends with a barrier to HOST_READ.
-        let ptr = staging.host_ptr()?;
-        // SAFETY: `size` bytes are mapped; the GPU is done with them and nothing
-        // else uses this staging region.
-        let staged = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
-        unpack.copy_host(staged, host);
-        Ok(gpu)
+        let staging = self.allocate_region(mem.role(), size)?;
+        let ptr = staging.host_ptr()?.as_ptr();
+        let buffer = (staging.alloc.buffer, 0);
+        match mem {
+            HostMem::Upload(host) => {
+                // SAFETY: `size` bytes are mapped; this staging region was made
+                // for this copy alone, so nothing else touches it.
+                let out = unsafe { std::slice::from_raw_parts_mut(ptr, size as usize) };
+                pack.copy_host(&host[offset..], out);
+                self.flush(&staging.alloc, 0, size)?;
+                self.submit_copy(sub, &unpack, buffer, device, None, access)
+            }
+            HostMem::Readback(host) => {
+                let gpu = self.submit_copy(sub, &pack, device, buffer, None, HostAccess::Yes)?;
+                self.invalidate(&staging.alloc, 0, size)?;
+                // SAFETY: `size` bytes are mapped; the submission was waited for
+                // and ends with a barrier to HOST_READ, so the GPU is done with
+                // them; nothing else uses this staging region.
+                let staged = unsafe { std::slice::from_raw_parts(ptr, size as usize) };
+                unpack.copy_host(staged, &mut host[offset..]);
+                Ok(gpu)
+            }
+        }
+    }
+
+    /// Called before a device write into `dst` is submitted, and held until the
+    /// write is done. A barrier to the host costs microseconds in every such
+    /// submission, so device writes end without one (`HostAccess::No`); memory
+    /// that takes mapped copies is marked instead, and the CPU copies it again
+    /// only after a readback from it, which ends with that barrier (uploads in
+    /// between go by the GPU's copy, ordered after the device's writes).
+    pub(crate) fn device_writes_into<'r>(&self, dst: &'r Region) -> DeviceWrite<'r> {
+        let marked = self.takes_mapped_copies(dst).then_some(dst);
+        if let Some(r) = marked {
+            r.mark_unavailable();
+        }
+        DeviceWrite(marked)
     }
 
     /// Copies the intersection of two device views on the device. Copies within one

@@ -32,7 +32,7 @@ pub struct Region {
     pub(crate) offsets_from_owner: bool,
     /// Device writes here that ended without a barrier to the host since a
     /// readback made them available (0: none); the CPU must not write this
-    /// memory while there are any (`runtime/mapped_upload.rs`).
+    /// memory while there are any (`runtime/mapped.rs`).
     writes_unavailable: AtomicU64,
 }
 

@@ -36,7 +36,7 @@ pub(crate) const KEPT_REGIONS: usize = 64;
 
 /// Whether the host touches what a submission writes, once it is done: reads it
 /// (a readback), or writes over it with the CPU (device memory that takes
-/// uploads written by the CPU, `runtime/mapped_upload.rs`). Then the submission
+/// uploads written by the CPU, `runtime/mapped.rs`). Then the submission
 /// ends with a barrier that makes its writes available to the host, so that
 /// none of them lands after the host's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
