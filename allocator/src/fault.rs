@@ -55,53 +55,30 @@ pub const ENTRY_POINTS: &[&str] = &[
     "vkGetMemoryHostPointerPropertiesEXT",
 ];
 
+/// `(name, vk::Result::name)` for each name.
+macro_rules! named_results {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), vk::Result::$name)),*]
+    };
+}
+
 /// The results a fault may return, by their `VkResult` names without `VK_`.
-pub const RESULTS: &[(&str, vk::Result)] = &[
-    (
-        "ERROR_OUT_OF_HOST_MEMORY",
-        vk::Result::ERROR_OUT_OF_HOST_MEMORY,
-    ),
-    (
-        "ERROR_OUT_OF_DEVICE_MEMORY",
-        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
-    ),
-    (
-        "ERROR_MEMORY_MAP_FAILED",
-        vk::Result::ERROR_MEMORY_MAP_FAILED,
-    ),
-    ("ERROR_DEVICE_LOST", vk::Result::ERROR_DEVICE_LOST),
-    (
-        "ERROR_INITIALIZATION_FAILED",
-        vk::Result::ERROR_INITIALIZATION_FAILED,
-    ),
-    ("TIMEOUT", vk::Result::TIMEOUT),
-    ("ERROR_TOO_MANY_OBJECTS", vk::Result::ERROR_TOO_MANY_OBJECTS),
-    (
-        "ERROR_OUT_OF_POOL_MEMORY",
-        vk::Result::ERROR_OUT_OF_POOL_MEMORY,
-    ),
-    ("ERROR_FRAGMENTED_POOL", vk::Result::ERROR_FRAGMENTED_POOL),
-    (
-        "ERROR_INVALID_EXTERNAL_HANDLE",
-        vk::Result::ERROR_INVALID_EXTERNAL_HANDLE,
-    ),
-    (
-        "ERROR_LAYER_NOT_PRESENT",
-        vk::Result::ERROR_LAYER_NOT_PRESENT,
-    ),
-    (
-        "ERROR_EXTENSION_NOT_PRESENT",
-        vk::Result::ERROR_EXTENSION_NOT_PRESENT,
-    ),
-    (
-        "ERROR_FEATURE_NOT_PRESENT",
-        vk::Result::ERROR_FEATURE_NOT_PRESENT,
-    ),
-    (
-        "ERROR_INCOMPATIBLE_DRIVER",
-        vk::Result::ERROR_INCOMPATIBLE_DRIVER,
-    ),
-    ("ERROR_UNKNOWN", vk::Result::ERROR_UNKNOWN),
+pub const RESULTS: &[(&str, vk::Result)] = named_results![
+    ERROR_OUT_OF_HOST_MEMORY,
+    ERROR_OUT_OF_DEVICE_MEMORY,
+    ERROR_MEMORY_MAP_FAILED,
+    ERROR_DEVICE_LOST,
+    ERROR_INITIALIZATION_FAILED,
+    TIMEOUT,
+    ERROR_TOO_MANY_OBJECTS,
+    ERROR_OUT_OF_POOL_MEMORY,
+    ERROR_FRAGMENTED_POOL,
+    ERROR_INVALID_EXTERNAL_HANDLE,
+    ERROR_LAYER_NOT_PRESENT,
+    ERROR_EXTENSION_NOT_PRESENT,
+    ERROR_FEATURE_NOT_PRESENT,
+    ERROR_INCOMPATIBLE_DRIVER,
+    ERROR_UNKNOWN,
 ];
 
 /// The position of `name` in [`ENTRY_POINTS`]; fails to compile in const context

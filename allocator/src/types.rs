@@ -198,6 +198,18 @@ pub fn dense_dims(extents: &[i64]) -> Vec<Dim> {
         .collect()
 }
 
+/// Elements in the intersection of two boxes of the same dimensions.
+pub fn intersection(a: &[Dim], b: &[Dim]) -> u64 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| {
+            let lo = a.min.max(b.min);
+            let hi = (a.min + a.extent).min(b.min + b.extent);
+            (hi - lo).max(0) as u64
+        })
+        .product()
+}
+
 /// Bytes spanned by `dims` from the element at the mins to the last element, inclusive.
 pub fn span_bytes(elem: ElemType, dims: &[Dim]) -> Option<u64> {
     if dims.iter().any(|d| d.extent == 0) {
@@ -244,5 +256,25 @@ impl CopyPath {
             CopyPath::DeviceToDevice => "device_to_device",
             CopyPath::HostToHost => "host_to_host",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intersections() {
+        let d = |min, extent| Dim {
+            min,
+            extent,
+            stride: 1,
+        };
+        assert_eq!(
+            intersection(&[d(0, 10), d(0, 10)], &[d(5, 10), d(8, 4)]),
+            10
+        );
+        assert_eq!(intersection(&[d(100, 64)], &[d(0, 64)]), 0);
+        assert_eq!(intersection(&[d(100, 64)], &[d(0, 110)]), 10);
     }
 }

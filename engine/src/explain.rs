@@ -7,7 +7,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::plan::{self, CasePlan, PlanKind, RuntimePlan};
-use crate::rt::{span_bytes, Context, Dim, ElemType, MappedCopy, MemoryTable, Policy, Role};
+use crate::rt::{
+    intersection, span_bytes, Context, Dim, ElemType, MappedCopy, MemoryTable, Policy, Role,
+};
 use crate::runtime::Timed;
 use crate::selection::{self, SelectionPlan};
 use crate::steps::measure;
@@ -185,18 +187,10 @@ pub fn copy_size(elem: ElemType, dims: &[Dim]) -> (u64, u64) {
 
 /// The bytes of the intersection of two boxes of `elem`.
 fn overlap_bytes(elem: ElemType, a: &[Dim], b: &[Dim]) -> u64 {
-    if a.len() != b.len() {
-        return 0;
+    match a.len() == b.len() {
+        true => intersection(a, b) * elem.bytes() as u64,
+        false => 0,
     }
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| {
-            let lo = a.min.max(b.min);
-            let hi = (a.min + a.extent).min(b.min + b.extent);
-            (hi - lo).max(0) as u64
-        })
-        .product::<u64>()
-        * elem.bytes() as u64
 }
 
 struct Ctx<'a> {

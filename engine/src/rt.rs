@@ -6,7 +6,7 @@ pub use vkcopy::memory::policy::{MemoryCaching, MemoryUsage, MemoryVisibility};
 pub use vkcopy::memory::table::{
     backing_types, heap_flags_name, parse_property_flag, property_flags_name, MemoryType,
 };
-pub use vkcopy::types::{box_text, dense_dims, span_bytes};
+pub use vkcopy::types::{box_text, dense_dims, intersection, span_bytes};
 pub use vkcopy::{
     counter_names, is_validation_finding, Buffer, Context, ContextOptions, CopyPath, DeviceCopy,
     DeviceInfo, DeviceType, Dim, ElemType, Emulate, Error, Event, HostBytes, InFlight,

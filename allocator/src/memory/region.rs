@@ -687,30 +687,27 @@ impl<T> RegionAllocator<T> {
     /// Links the region of `new` into the offset list right before `at`.
     fn link_before(&mut self, new: u32, at: u32) {
         let prev = self.region(at).prev;
-        {
-            let r = self.region_mut(new);
-            r.prev = prev;
-            r.next = at;
-        }
-        self.region_mut(at).prev = new;
-        if prev != NONE {
-            self.region_mut(prev).next = new;
-        } else {
-            self.head = new;
-        }
+        self.link_between(new, prev, at);
     }
 
     /// Links the region of `new` into the offset list right after `at`.
     fn link_after(&mut self, new: u32, at: u32) {
         let next = self.region(at).next;
-        {
-            let r = self.region_mut(new);
-            r.prev = at;
-            r.next = next;
-        }
-        self.region_mut(at).next = new;
+        self.link_between(new, at, next);
+    }
+
+    /// Links the region of `new` between `prev` and `next`, neighbours in the
+    /// offset list (`NONE` at its ends).
+    fn link_between(&mut self, new: u32, prev: u32, next: u32) {
+        let r = self.region_mut(new);
+        (r.prev, r.next) = (prev, next);
         if next != NONE {
             self.region_mut(next).prev = new;
+        }
+        if prev != NONE {
+            self.region_mut(prev).next = new;
+        } else {
+            self.head = new;
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
-use crate::types::{dense_dims, CopyPath, Dim};
+use crate::types::{dense_dims, intersection, CopyPath};
 
 /// What a [`Context::buffer_copy_counted`] moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,18 +15,6 @@ pub struct Copied {
     pub path: CopyPath,
     /// Elements copied: those of the intersection of the two boxes.
     pub elements: u64,
-}
-
-/// Elements in the intersection of two boxes of the same dimensions.
-fn intersection(a: &[Dim], b: &[Dim]) -> u64 {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| {
-            let lo = a.min.max(b.min);
-            let hi = (a.min + a.extent).min(b.min + b.extent);
-            (hi - lo).max(0) as u64
-        })
-        .product()
 }
 
 impl Context {
@@ -70,25 +58,5 @@ impl Context {
         let mut out = Buffer::with_dims(name, src.elem(), dims, !to_device)?;
         self.buffer_copy(src, &mut out, to_device)?;
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn intersections() {
-        let d = |min, extent| Dim {
-            min,
-            extent,
-            stride: 1,
-        };
-        assert_eq!(
-            intersection(&[d(0, 10), d(0, 10)], &[d(5, 10), d(8, 4)]),
-            10
-        );
-        assert_eq!(intersection(&[d(100, 64)], &[d(0, 64)]), 0);
-        assert_eq!(intersection(&[d(100, 64)], &[d(0, 110)]), 10);
     }
 }

@@ -26,6 +26,7 @@ use ash::vk;
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
+use crate::vk::copy_kernel::shader_write_barrier;
 use crate::vk::descriptors::DescriptorSets;
 pub use crate::vk::pipelines::PipelineStats;
 
@@ -299,28 +300,17 @@ impl Context {
         unsafe { device.update_descriptor_sets(&writes, &[]) };
 
         let max_groups = u64::from(s.device.info.max_compute_work_group_count[0].max(1));
-        let barrier = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
         let ran = s.submitters.take()?.run(|cmd| {
             for (i, ((d, &pipeline), &set)) in
                 dispatches.iter().zip(&pipelines).zip(sets).enumerate()
             {
                 let groups = d.groups.clamp(1, max_groups) as u32;
+                if i > 0 {
+                    shader_write_barrier(device, cmd);
+                }
                 // SAFETY: the command buffer is recording; pipeline, layout and set
                 // are alive until after the fence wait (cache lock and `pool` held).
                 unsafe {
-                    if i > 0 {
-                        device.cmd_pipeline_barrier(
-                            cmd,
-                            vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::DependencyFlags::empty(),
-                            &barrier,
-                            &[],
-                            &[],
-                        );
-                    }
                     device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
                     device.cmd_bind_descriptor_sets(
                         cmd,

@@ -146,18 +146,23 @@ mod tests {
         assert_eq!(m.route(16384, Via::Ring), None);
     }
 
+    /// The 4 KiB class measured at `bytes`: the CPU took `cpu` seconds, the GPU `gpu`.
+    fn class_4k(bytes: u64, cpu: f64, gpu: f64) -> MappedCalibration {
+        MappedCalibration {
+            min_bytes: 4096,
+            bytes,
+            mapped_seconds: cpu,
+            copy_seconds: gpu,
+            mapped: cpu < gpu,
+        }
+    }
+
     #[test]
     fn a_crossover_inside_a_class_is_taken_where_the_cpu_scales_past_the_gpu() {
         // As measured on an H100: the CPU's streaming read of 4 KiB 5 us, the
         // GPU's readback 14 us; the CPU's time grows with the bytes.
         let m = MappedChoices::new(MappedCopy::Auto);
-        m.learn(MappedCalibration {
-            min_bytes: 4096,
-            bytes: 4096,
-            mapped_seconds: 5e-6,
-            copy_seconds: 14e-6,
-            mapped: true,
-        });
+        m.learn(class_4k(4096, 5e-6, 14e-6));
         assert_eq!(m.route(4096, Via::Ring), CPU);
         assert_eq!(m.route(11_000, Via::Ring), CPU);
         // 12 KiB would take the CPU 15 us.
@@ -168,13 +173,7 @@ mod tests {
         // A class measured where the GPU won, but at its largest size: the
         // smaller copies of the class are still the CPU's where it scales under.
         let m = MappedChoices::new(MappedCopy::Auto);
-        m.learn(MappedCalibration {
-            min_bytes: 4096,
-            bytes: 16000,
-            mapped_seconds: 20e-6,
-            copy_seconds: 14e-6,
-            mapped: false,
-        });
+        m.learn(class_4k(16000, 20e-6, 14e-6));
         assert_eq!(m.route(4096, Via::Ring), CPU);
         assert_eq!(m.route(16000, Via::Ring), GPU);
         assert_eq!(m.route(1 << 20, Via::Ring), GPU);

@@ -247,30 +247,21 @@ impl CopyPlan {
 
     /// Highest source byte touched, exclusive.
     pub(crate) fn src_end(&self) -> u64 {
-        if self.chunks() == 0 {
-            return 0;
-        }
-        self.src_begin
-            + self
-                .dims
-                .iter()
-                .map(|d| (d.extent - 1) * d.src_stride)
-                .sum::<u64>()
-            + self.chunk
+        self.end(self.src_begin, |d| d.src_stride)
     }
 
     /// Highest destination byte touched, exclusive.
     pub(crate) fn dst_end(&self) -> u64 {
+        self.end(self.dst_begin, |d| d.dst_stride)
+    }
+
+    /// Highest byte touched on the side that starts at `begin`, with `stride`.
+    fn end(&self, begin: u64, stride: impl Fn(&PlanDim) -> u64) -> u64 {
         if self.chunks() == 0 {
             return 0;
         }
-        self.dst_begin
-            + self
-                .dims
-                .iter()
-                .map(|d| (d.extent - 1) * d.dst_stride)
-                .sum::<u64>()
-            + self.chunk
+        let last: u64 = self.dims.iter().map(|d| (d.extent - 1) * stride(d)).sum();
+        begin + last + self.chunk
     }
 
     /// Copies on the host from `src` to `dst`, byte offsets relative to each slice.

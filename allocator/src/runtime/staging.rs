@@ -422,6 +422,14 @@ mod tests {
     use super::*;
     use crate::types::{dense_dims, Dim};
 
+    fn dim(extent: i64, stride: i64) -> Dim {
+        Dim {
+            min: 0,
+            extent,
+            stride,
+        }
+    }
+
     fn plan(src: &[Dim], dst: &[Dim], eb: usize) -> CopyPlan {
         CopyPlan::new(src, dst, eb).unwrap()
     }
@@ -481,11 +489,7 @@ mod tests {
                 extent: 50,
                 stride: 2,
             },
-            Dim {
-                min: 0,
-                extent: 9,
-                stride: 200,
-            },
+            dim(9, 200),
         ];
         let p = plan(&strided, &dense_dims(&[60, 9]), 2);
         for w in [2, 3, 98, 100, 101, 1000] {
@@ -564,44 +568,11 @@ mod tests {
         assert!(dense.dst_disjoint());
         // Rows of 8 elements every 4: each row overlaps the next. (A stride of 0
         // keeps one element, so it overlaps nothing.)
-        let bcast = [
-            Dim {
-                min: 0,
-                extent: 8,
-                stride: 1,
-            },
-            Dim {
-                min: 0,
-                extent: 8,
-                stride: 4,
-            },
-        ];
+        let bcast = [dim(8, 1), dim(8, 4)];
         assert!(!plan(&dense_dims(&[8, 8]), &bcast, 4).dst_disjoint());
-        let gaps = [
-            Dim {
-                min: 0,
-                extent: 8,
-                stride: 2,
-            },
-            Dim {
-                min: 0,
-                extent: 8,
-                stride: 16,
-            },
-        ];
+        let gaps = [dim(8, 2), dim(8, 16)];
         assert!(plan(&dense_dims(&[8, 8]), &gaps, 4).dst_disjoint());
-        let interleaved = [
-            Dim {
-                min: 0,
-                extent: 8,
-                stride: 2,
-            },
-            Dim {
-                min: 0,
-                extent: 2,
-                stride: 1,
-            },
-        ];
+        let interleaved = [dim(8, 2), dim(2, 1)];
         assert!(plan(&dense_dims(&[8, 2]), &interleaved, 4).dst_disjoint());
     }
 }

@@ -414,6 +414,12 @@ impl Context {
         }
     }
 
+    /// [`Context::plan`], or None where the views share no element.
+    fn plan_some(&self, src: &[Dim], dst: &[Dim], elem_bytes: usize) -> Result<Option<CopyPlan>> {
+        let plan = self.plan(src, dst, elem_bytes)?;
+        Ok((plan.chunks() > 0).then_some(plan))
+    }
+
     /// How a copy goes through per-copy staging: the plan into staging, the plan out of it,
     /// and the staging size in bytes. Staging is packed densely in the plan's order;
     /// with Halide's bug emulated it is written in the destination's layout and read
@@ -435,7 +441,9 @@ impl Context {
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
+            return Ok(());
+        };
         let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
         let at = dst.0.byte_offset(elem_bytes);
         self.host_device(
@@ -454,7 +462,9 @@ impl Context {
         dst: (&HostView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = self.plan(src.1, dst.1, elem_bytes)?;
+        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
+            return Ok(());
+        };
         let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
         let at = src.0.byte_offset(elem_bytes);
         self.host_device(
@@ -477,9 +487,6 @@ impl Context {
         (mut mem, view): (HostMem<'_>, &HostView),
         (region, at): (&Region, u64),
     ) -> Result<()> {
-        if plan.chunks() == 0 {
-            return Ok(());
-        }
         let start = std::time::Instant::now();
         let path = mem.path();
         let upload = path == CopyPath::HostToDevice;
@@ -662,10 +669,9 @@ impl Context {
         dst: (&DeviceView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = self.plan(src.1, dst.1, elem_bytes)?;
-        if plan.chunks() == 0 {
+        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
             return Ok(());
-        }
+        };
         let start = std::time::Instant::now();
         let src_off = src.0.byte_offset(elem_bytes);
         let dst_off = dst.0.byte_offset(elem_bytes);
@@ -783,10 +789,9 @@ impl Context {
         dst: (&HostView, &[Dim]),
         elem_bytes: usize,
     ) -> Result<()> {
-        let plan = self.plan(src.1, dst.1, elem_bytes)?;
-        if plan.chunks() == 0 {
+        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
             return Ok(());
-        }
+        };
         let start = std::time::Instant::now();
         host_copy::copy_views(src, dst, &plan)?;
         self.record(CopyPath::HostToHost, None, plan.bytes(), start, None);

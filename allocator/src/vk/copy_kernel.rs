@@ -255,11 +255,12 @@ fn writes(
         .collect()
 }
 
-/// Makes the kernel's writes visible to a later dispatch of it in the same submission.
+/// Orders a dispatch's writes before the reads and writes of a later dispatch
+/// in the same submission (the copy kernel's legs, a caller's kernels).
 pub(crate) fn shader_write_barrier(device: &ash::Device, cmd: vk::CommandBuffer) {
     let barrier = [vk::MemoryBarrier::default()
         .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-        .dst_access_mask(vk::AccessFlags::SHADER_READ)];
+        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
     // SAFETY: the command buffer is recording; a compute-to-compute barrier.
     unsafe {
         device.cmd_pipeline_barrier(

@@ -173,23 +173,11 @@ impl<'a> Parser<'a> {
     }
 
     fn or_test(&mut self) -> Result<(), ExprError> {
-        self.and_test()?;
-        while self.at_keyword("or") {
-            self.bump();
-            self.and_test()?;
-            self.ops.push(Op::Bin(Bin::Or));
-        }
-        Ok(())
+        self.left_assoc(Self::and_test, |p| p.at_keyword("or").then_some(Bin::Or))
     }
 
     fn and_test(&mut self) -> Result<(), ExprError> {
-        self.not_test()?;
-        while self.at_keyword("and") {
-            self.bump();
-            self.not_test()?;
-            self.ops.push(Op::Bin(Bin::And));
-        }
-        Ok(())
+        self.left_assoc(Self::not_test, |p| p.at_keyword("and").then_some(Bin::And))
     }
 
     fn not_test(&mut self) -> Result<(), ExprError> {
@@ -226,32 +214,36 @@ impl<'a> Parser<'a> {
     }
 
     fn sum(&mut self) -> Result<(), ExprError> {
-        self.term()?;
-        loop {
-            let bin = match self.peek().kind {
-                Tok::Plus => Bin::Add,
-                Tok::Minus => Bin::Sub,
-                _ => return Ok(()),
-            };
-            self.bump();
-            self.term()?;
-            self.ops.push(Op::Bin(bin));
-        }
+        self.left_assoc(Self::term, |p| match p.peek().kind {
+            Tok::Plus => Some(Bin::Add),
+            Tok::Minus => Some(Bin::Sub),
+            _ => None,
+        })
     }
 
     fn term(&mut self) -> Result<(), ExprError> {
-        self.unary()?;
-        loop {
-            let bin = match self.peek().kind {
-                Tok::Star => Bin::Mul,
-                Tok::Slash => Bin::Div,
-                Tok::Percent => Bin::Mod,
-                _ => return Ok(()),
-            };
+        self.left_assoc(Self::unary, |p| match p.peek().kind {
+            Tok::Star => Some(Bin::Mul),
+            Tok::Slash => Some(Bin::Div),
+            Tok::Percent => Some(Bin::Mod),
+            _ => None,
+        })
+    }
+
+    /// One level of left-associative operators: `next (op next)*`, where `op`
+    /// names the operator at the parser's position, if any.
+    fn left_assoc(
+        &mut self,
+        next: fn(&mut Self) -> Result<(), ExprError>,
+        op: fn(&Self) -> Option<Bin>,
+    ) -> Result<(), ExprError> {
+        next(self)?;
+        while let Some(bin) = op(self) {
             self.bump();
-            self.unary()?;
+            next(self)?;
             self.ops.push(Op::Bin(bin));
         }
+        Ok(())
     }
 
     fn unary(&mut self) -> Result<(), ExprError> {

@@ -28,6 +28,27 @@ pub struct Level {
     pub until: Option<f64>,
 }
 
+impl Level {
+    /// A solid level across the chart (parity).
+    pub fn solid(y: f64, label: &str) -> Level {
+        Level {
+            y,
+            label: label.into(),
+            dashed: false,
+            until: None,
+        }
+    }
+
+    /// A dashed level (a target), across the chart or up to `until`.
+    pub fn target(y: f64, label: &str, until: Option<f64>) -> Level {
+        Level {
+            dashed: true,
+            until,
+            ..Level::solid(y, label)
+        }
+    }
+}
+
 /// What the chart shows.
 pub struct Spec<'a> {
     /// Above the chart.
@@ -220,18 +241,8 @@ mod tests {
             },
         ];
         let levels = [
-            Level {
-                y: 1.0,
-                label: "parity".into(),
-                dashed: false,
-                until: None,
-            },
-            Level {
-                y: 0.9,
-                label: "target 0.9x".into(),
-                dashed: true,
-                until: None,
-            },
+            Level::solid(1.0, "parity"),
+            Level::target(0.9, "target 0.9x", None),
         ];
         let spec = Spec {
             title: "ratio",

@@ -21,24 +21,13 @@ const SERIES: [&str; 3] = [
 /// The levels the ratio chart marks: parity, and the speed targets.
 fn levels() -> Vec<Level> {
     vec![
-        Level {
-            y: 1.0,
-            label: "1.0: as fast as CUDA".into(),
-            dashed: false,
-            until: None,
-        },
-        Level {
-            y: 0.9,
-            label: "target 0.9x".into(),
-            dashed: true,
-            until: None,
-        },
-        Level {
-            y: 3.0,
-            label: "target for uploads up to 64 KiB: 3x".into(),
-            dashed: true,
-            until: Some(64.0 * 1024.0),
-        },
+        Level::solid(1.0, "1.0: as fast as CUDA"),
+        Level::target(0.9, "target 0.9x", None),
+        Level::target(
+            3.0,
+            "target for uploads up to 64 KiB: 3x",
+            Some(64.0 * 1024.0),
+        ),
     ]
 }
 
