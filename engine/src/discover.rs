@@ -106,7 +106,8 @@ fn visit(
         ));
     }
     seen.insert(real, dir.to_owned());
-    let entries = crate::files::sorted_entries(dir)?;
+    let entries =
+        crate::files::sorted_entries(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for path in entries {
         // Follows links; a dangling link is listed if named like a case.
         let is_dir = std::fs::metadata(&path).is_ok_and(|m| m.is_dir());

@@ -96,7 +96,7 @@ pub fn run(plan: &CasePlan, options: &ContextOptions, runtime: &Target) -> Outco
         None => run_vkcopy(plan, r, options, start),
         Some(open) => match open(&options, r.slots.clone()) {
             Ok(mut rt) => run_on(plan, r, &mut *rt, start),
-            Err(m) => Outcome::new(Status::Fail, m, start.elapsed()),
+            Err(e) => Outcome::new(Status::Fail, e.to_string(), start.elapsed()),
         },
     }
 }

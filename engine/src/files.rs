@@ -36,9 +36,8 @@ pub fn shown(path: &Path) -> String {
 }
 
 /// The entries of the folder `dir`, sorted by path.
-pub fn sorted_entries(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
-    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+pub fn sorted_entries(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     entries.sort();

@@ -30,15 +30,81 @@ pub struct Sources<'a> {
     pub profile: Option<&'a str>,
 }
 
+/// Why an archive could not be written, read or unpacked: each names the file
+/// or folder it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The archive is not one this binary reads.
+    #[error("{}: {why}", file.display())]
+    NotSuite {
+        /// The archive.
+        file: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The archive's manifest does not parse.
+    #[error("{}: {MANIFEST}: {source}", file.display())]
+    Manifest {
+        /// The archive.
+        file: PathBuf,
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Unpacking would remove what is not an unpacked archive.
+    #[error("{}: {why}; name another with --extract-to", folder.display())]
+    Occupied {
+        /// The folder to unpack into.
+        folder: PathBuf,
+        /// What is there.
+        why: &'static str,
+    },
+    /// A name or folder the archive cannot be made from.
+    #[error("{}: {why}", path.display())]
+    Refused {
+        /// The name or folder.
+        path: PathBuf,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+/// `path: error` for an I/O error.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ArchiveError + '_ {
+    move |source| ArchiveError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn not_suite(file: &Path, why: String) -> ArchiveError {
+    ArchiveError::NotSuite {
+        file: file.to_owned(),
+        why,
+    }
+}
+
 /// Writes the archive `out`, its top folder named after `out` without
 /// `.tar.zst`, and returns its manifest.
-pub fn write(out: &Path, src: &Sources) -> Result<Manifest, String> {
+pub fn write(out: &Path, src: &Sources) -> Result<Manifest, ArchiveError> {
     let top = top_name(out)?;
     let mut files: Vec<(String, PathBuf)> = vec![(BINARY.into(), src.binary.to_owned())];
     for dir in ["cases", "reports/expectations"] {
         let root = src.home.join(dir);
         if !root.is_dir() {
-            return Err(format!("{}: no such folder to archive", root.display()));
+            return Err(ArchiveError::Refused {
+                path: root,
+                why: "no such folder to archive",
+            });
         }
         collect(&root, dir, &mut files)?;
     }
@@ -66,7 +132,7 @@ pub fn write(out: &Path, src: &Sources) -> Result<Manifest, String> {
     }
     let mut entries = Vec::new();
     for (path, from) in &files {
-        let meta = std::fs::metadata(from).map_err(|e| format!("{}: {e}", from.display()))?;
+        let meta = std::fs::metadata(from).map_err(io(from))?;
         entries.push(FileEntry {
             path: path.clone(),
             bytes: meta.len(),
@@ -84,26 +150,25 @@ pub fn write(out: &Path, src: &Sources) -> Result<Manifest, String> {
         halide_runtimes,
         files: entries,
     };
-    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
     let mut tar = tar::Builder::new(Vec::new());
     tar.mode(tar::HeaderMode::Deterministic);
     // Plain entries, which every tar reads (a binary's runs of zeros would
     // otherwise become GNU sparse entries).
     tar.sparse(false);
-    let io = |e: std::io::Error| format!("{}: {e}", out.display());
     let mut header = tar::Header::new_gnu();
     header.set_size(json.len() as u64);
     header.set_mode(0o644);
     tar.append_data(&mut header, format!("{top}/{MANIFEST}"), json.as_slice())
-        .map_err(io)?;
+        .map_err(io(out))?;
     for (path, from) in &files {
-        let mut f = std::fs::File::open(from).map_err(|e| format!("{}: {e}", from.display()))?;
+        let mut f = std::fs::File::open(from).map_err(io(from))?;
         tar.append_file(format!("{top}/{path}"), &mut f)
-            .map_err(|e| format!("{}: {e}", from.display()))?;
+            .map_err(io(from))?;
     }
-    let tarball = tar.into_inner().map_err(io)?;
+    let tarball = tar.into_inner().map_err(io(out))?;
     let tmp = out.with_extension("zst.tmp");
-    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     let mut w = std::io::BufWriter::new(file);
     ruzstd::encoding::compress(
         tarball.as_slice(),
@@ -113,7 +178,7 @@ pub fn write(out: &Path, src: &Sources) -> Result<Manifest, String> {
     let done = w
         .flush()
         .and_then(|()| std::fs::rename(&tmp, out))
-        .map_err(io);
+        .map_err(io(out));
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -121,14 +186,13 @@ pub fn write(out: &Path, src: &Sources) -> Result<Manifest, String> {
 }
 
 /// The manifest at the start of the archive `file`, read without unpacking the rest.
-pub fn read_manifest(file: &Path) -> Result<Manifest, String> {
+pub fn read_manifest(file: &Path) -> Result<Manifest, ArchiveError> {
     let mut tar = open(file)?;
-    let shown = |e: std::io::Error| format!("{}: {e}", file.display());
-    let mut entries = tar.entries().map_err(shown)?;
+    let mut entries = tar.entries().map_err(io(file))?;
     let first = entries
         .next()
-        .ok_or_else(|| format!("{}: an empty archive", file.display()))?
-        .map_err(shown)?;
+        .ok_or_else(|| not_suite(file, "an empty archive".into()))?
+        .map_err(io(file))?;
     manifest_of(file, first)
 }
 
@@ -137,20 +201,20 @@ pub fn read_manifest(file: &Path) -> Result<Manifest, String> {
 /// already holds this very archive (an equal manifest) is kept as it is; one
 /// that holds another archive is replaced; any other folder that is not empty
 /// is an error, so that nothing of a user's is removed.
-pub fn unpack(file: &Path, into: &Path) -> Result<Manifest, String> {
+pub fn unpack(file: &Path, into: &Path) -> Result<Manifest, ArchiveError> {
     let manifest = read_manifest(file)?;
     if manifest.format != FORMAT {
-        return Err(format!(
-            "{}: archive format {}; this binary reads format {FORMAT}",
-            file.display(),
+        let why = format!(
+            "archive format {}; this binary reads format {FORMAT}",
             manifest.format
-        ));
+        );
+        return Err(not_suite(file, why));
     }
     if into.exists() && !into.is_dir() {
-        return Err(format!(
-            "{}: a file is there, not a folder; name another with --extract-to",
-            into.display()
-        ));
+        return Err(ArchiveError::Occupied {
+            folder: into.to_owned(),
+            why: "a file is there, not a folder",
+        });
     }
     let present = into.join(MANIFEST);
     if present.is_file() {
@@ -160,34 +224,32 @@ pub fn unpack(file: &Path, into: &Path) -> Result<Manifest, String> {
         if old.as_ref() == Some(&manifest) && into.join(BINARY).is_file() {
             return Ok(manifest);
         }
-        std::fs::remove_dir_all(into).map_err(|e| format!("{}: {e}", into.display()))?;
+        std::fs::remove_dir_all(into).map_err(io(into))?;
     } else if std::fs::read_dir(into).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(format!(
-            "{}: a folder that is not an unpacked archive; name another with --extract-to",
-            into.display()
-        ));
+        return Err(ArchiveError::Occupied {
+            folder: into.to_owned(),
+            why: "a folder that is not an unpacked archive",
+        });
     }
     // Into a sibling first, renamed into place when whole.
     let mut part = into.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
     let _ = std::fs::remove_dir_all(&part);
-    let result = unpack_into(file, &part).and_then(|()| {
-        std::fs::rename(&part, into).map_err(|e| format!("{}: {e}", into.display()))
-    });
+    let result =
+        unpack_into(file, &part).and_then(|()| std::fs::rename(&part, into).map_err(io(into)));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&part);
     }
     result.map(|()| manifest)
 }
 
-fn unpack_into(file: &Path, dir: &Path) -> Result<(), String> {
+fn unpack_into(file: &Path, dir: &Path) -> Result<(), ArchiveError> {
     let mut tar = open(file)?;
-    let shown = |e: std::io::Error| format!("{}: {e}", file.display());
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in tar.entries().map_err(shown)? {
-        let mut entry = entry.map_err(shown)?;
-        let path = entry.path().map_err(shown)?.into_owned();
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    for entry in tar.entries().map_err(io(file))? {
+        let mut entry = entry.map_err(io(file))?;
+        let path = entry.path().map_err(io(file))?.into_owned();
         let mut parts = path.components();
         parts.next();
         let rel: PathBuf = parts.collect();
@@ -195,80 +257,75 @@ fn unpack_into(file: &Path, dir: &Path) -> Result<(), String> {
             continue;
         }
         if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(format!(
-                "{}: {}: a path outside the archive's folder",
-                file.display(),
-                path.display()
-            ));
+            let why = format!("{}: a path outside the archive's folder", path.display());
+            return Err(not_suite(file, why));
         }
         let kind = entry.header().entry_type();
         if !(kind.is_file() || kind.is_dir()) {
-            return Err(format!(
-                "{}: {}: neither a file nor a folder ({kind:?})",
-                file.display(),
-                path.display()
-            ));
+            let why = format!("{}: neither a file nor a folder ({kind:?})", path.display());
+            return Err(not_suite(file, why));
         }
         let target = dir.join(&rel);
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
-        entry
-            .unpack(&target)
-            .map_err(|e| format!("{}: {e}", target.display()))?;
+        entry.unpack(&target).map_err(io(&target))?;
     }
     if !dir.join(BINARY).is_file() || !dir.join(MANIFEST).is_file() {
-        return Err(format!(
-            "{}: not an archive of the suite (no {BINARY} or {MANIFEST})",
-            file.display()
-        ));
+        let why = format!("not an archive of the suite (no {BINARY} or {MANIFEST})");
+        return Err(not_suite(file, why));
     }
     Ok(())
 }
 
-fn open(file: &Path) -> Result<tar::Archive<impl Read>, String> {
-    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+fn open(file: &Path) -> Result<tar::Archive<impl Read>, ArchiveError> {
+    let f = std::fs::File::open(file).map_err(io(file))?;
     let zstd = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(f))
-        .map_err(|e| format!("{}: not a zstd file: {e}", file.display()))?;
+        .map_err(|e| not_suite(file, format!("not a zstd file: {e}")))?;
     Ok(tar::Archive::new(zstd))
 }
 
-fn manifest_of(file: &Path, mut entry: tar::Entry<impl Read>) -> Result<Manifest, String> {
+fn manifest_of(file: &Path, mut entry: tar::Entry<impl Read>) -> Result<Manifest, ArchiveError> {
     let path = entry.path().map(|p| p.into_owned()).unwrap_or_default();
     if path.file_name().and_then(|n| n.to_str()) != Some(MANIFEST) {
-        return Err(format!(
-            "{}: not an archive of the suite: it starts with {}, not {MANIFEST}",
-            file.display(),
+        let why = format!(
+            "not an archive of the suite: it starts with {}, not {MANIFEST}",
             path.display()
-        ));
+        );
+        return Err(not_suite(file, why));
     }
     let mut text = Vec::new();
-    entry
-        .read_to_end(&mut text)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-    serde_json::from_slice(&text).map_err(|e| format!("{}: {MANIFEST}: {e}", file.display()))
+    entry.read_to_end(&mut text).map_err(io(file))?;
+    serde_json::from_slice(&text).map_err(|source| ArchiveError::Manifest {
+        file: file.to_owned(),
+        source,
+    })
 }
 
 /// The archive's top folder: its file name without `.tar.zst`.
-fn top_name(out: &Path) -> Result<String, String> {
+fn top_name(out: &Path) -> Result<String, ArchiveError> {
     let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("");
     match name.strip_suffix(".tar.zst") {
         Some(stem) if !stem.is_empty() => Ok(stem.to_owned()),
-        _ => Err(format!(
-            "{}: an archive's name ends in .tar.zst",
-            out.display()
-        )),
+        _ => Err(ArchiveError::Refused {
+            path: out.to_owned(),
+            why: "an archive's name ends in .tar.zst",
+        }),
     }
 }
 
 /// The folder an archive unpacks into by default: beside it, named as its top folder.
-pub fn default_folder(file: &Path) -> Result<PathBuf, String> {
+pub fn default_folder(file: &Path) -> Result<PathBuf, ArchiveError> {
     let top = top_name(file)?;
     Ok(file.parent().unwrap_or(Path::new(".")).join(top))
 }
 
-fn collect(dir: &Path, under: &str, files: &mut Vec<(String, PathBuf)>) -> Result<(), String> {
-    let entries = vkcopy_engine::files::sorted_entries(dir)?;
+fn collect(
+    dir: &Path,
+    under: &str,
+    files: &mut Vec<(String, PathBuf)>,
+) -> Result<(), ArchiveError> {
+    let entries = vkcopy_engine::files::sorted_entries(dir).map_err(io(dir))?;
     for path in entries {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
@@ -389,7 +446,12 @@ mod tests {
             profile: None,
         };
         let e = write(&h.path().join("suite.tgz"), &src).unwrap_err();
-        assert!(e.ends_with("an archive's name ends in .tar.zst"), "{e}");
+        assert!(matches!(e, ArchiveError::Refused { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .ends_with("an archive's name ends in .tar.zst"),
+            "{e}"
+        );
         let out = h.path().join("s.tar.zst");
         write(&out, &src).unwrap();
         // A folder of the user's is never removed.
@@ -397,7 +459,8 @@ mod tests {
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(mine.join("notes.txt"), "keep").unwrap();
         let e = unpack(&out, &mine).unwrap_err();
-        assert!(e.contains("not an unpacked archive"), "{e}");
+        assert!(matches!(&e, ArchiveError::Occupied { folder, .. } if *folder == mine));
+        assert!(e.to_string().contains("not an unpacked archive"), "{e}");
         assert_eq!(
             std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
             "keep"
@@ -405,9 +468,14 @@ mod tests {
         // A file where the folder would go (the binary carried beside its archive).
         std::fs::write(h.path().join("s"), "binary").unwrap();
         let e = unpack(&out, &default_folder(&out).unwrap()).unwrap_err();
-        assert!(e.contains("a file is there, not a folder"), "{e}");
+        assert!(matches!(e, ArchiveError::Occupied { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("a file is there, not a folder"),
+            "{e}"
+        );
         // Not zstd.
         let e = read_manifest(&h.path().join("cases/basic/a.yaml")).unwrap_err();
-        assert!(e.contains("not a zstd file"), "{e}");
+        assert!(matches!(e, ArchiveError::NotSuite { .. }), "{e:?}");
+        assert!(e.to_string().contains("not a zstd file"), "{e}");
     }
 }

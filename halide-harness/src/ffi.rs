@@ -2,6 +2,7 @@
 //! for the few types and entry points the suite calls, and the runtime library
 //! that exports them, loaded once per process.
 
+use crate::HarnessError;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -72,18 +73,19 @@ impl Library {
 
     /// Sets vkcopy's variable `name` to `value` for the contexts the library
     /// makes from now on.
-    pub fn set_setting(&self, name: &str, value: &str) -> Result<(), String> {
-        let f = self
-            .set_setting
-            .ok_or_else(|| format!("{}: takes no vkcopy settings", self.path))?;
+    pub fn set_setting(&self, name: &str, value: &str) -> Result<(), HarnessError> {
+        let refused = |what| Err(HarnessError::Setting { what });
+        let Some(f) = self.set_setting else {
+            return refused(format!("{}: takes no vkcopy settings", self.path));
+        };
         let (n, v) = (CString::new(name), CString::new(value));
         let (Ok(n), Ok(v)) = (n, v) else {
-            return Err(format!("{name}={value:?}: has a NUL"));
+            return refused(format!("{name}={value:?}: has a NUL"));
         };
         // SAFETY: two NUL-terminated strings that outlive the call.
         match unsafe { f(n.as_ptr(), v.as_ptr()) } {
             0 => Ok(()),
-            e => Err(format!(
+            e => refused(format!(
                 "{name}={value}: refused ({e}): {}",
                 take_errors().join("; ")
             )),
@@ -290,18 +292,20 @@ impl Library {
     }
 }
 
-static LOADED: OnceLock<Result<Library, String>> = OnceLock::new();
+static LOADED: OnceLock<Result<Library, HarnessError>> = OnceLock::new();
 
 /// The runtime library at `path`, loaded on first use. A process holds one
 /// Halide runtime (its state is global), so a later call with another path is
 /// an error.
-pub fn library(path: &Path) -> Result<&'static Library, String> {
-    let lib = LOADED.get_or_init(|| load(path)).as_ref()?;
+pub fn library(path: &Path) -> Result<&'static Library, HarnessError> {
+    let lib = LOADED
+        .get_or_init(|| load(path))
+        .as_ref()
+        .map_err(Clone::clone)?;
     if Path::new(&lib.path) != path {
-        return Err(format!(
-            "this process already runs Halide's runtime from {}; one runtime per process",
-            lib.path
-        ));
+        return Err(HarnessError::OtherRuntime {
+            loaded: lib.path.clone(),
+        });
     }
     Ok(lib)
 }
@@ -320,17 +324,24 @@ unsafe fn optional<F: Copy>(lib: &libloading::Library, name: &str) -> Option<F> 
         .map(|f| *f)
 }
 
-fn load(path: &Path) -> Result<Library, String> {
+fn load(path: &Path) -> Result<Library, HarnessError> {
     let shown = path.display().to_string();
     // SAFETY: loading runs the library's initializers; a Halide runtime has
     // none beyond static data.
-    let lib = unsafe { libloading::Library::new(path) }
-        .map_err(|e| format!("cannot load Halide's runtime {shown}: {e}"))?;
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HarnessError::Load {
+        path: shown.clone(),
+        why: e.to_string(),
+    })?;
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the symbol's type is the one `HalideRuntime*.h` declares.
-            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| format!("{shown}: no {}: {e}", $name))?
+            *unsafe { lib.get(concat!($name, "\0").as_bytes()) }.map_err(|e| {
+                HarnessError::Symbol {
+                    path: shown.clone(),
+                    symbol: $name,
+                    why: e.to_string(),
+                }
+            })?
         };
     }
     let interface: Interface = sym!("halide_vulkan_device_interface");

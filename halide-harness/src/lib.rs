@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod error;
 pub mod ffi;
 pub(crate) mod runtime;
 pub(crate) mod shim;
@@ -29,6 +30,7 @@ mod layer_race;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+pub use error::HarnessError;
 pub use runtime::{HalideRuntime, CAPABILITIES, WITH_SETTINGS};
 use vkcopy_engine::rt::{ContextOptions, DeviceCopy, Emulate, MappedCopy, Policy, SmallCopyQueue};
 use vkcopy_engine::runtime::{Choice, Runtime, Target};
@@ -111,24 +113,24 @@ pub fn capabilities(path: &Path) -> &'static [vkcopy_engine::runtime::Capability
 
 /// What of `options` cannot reach the library at `path`: for one that takes
 /// vkcopy's settings, only what they cannot say; else [`refused`].
-pub fn refused_by(path: &Path, options: &ContextOptions) -> Result<(), String> {
+pub fn refused_by(path: &Path, options: &ContextOptions) -> Result<(), HarnessError> {
     let lib = ffi::library(path)?;
     if lib.takes_settings() {
         return library_settings(options).map(drop);
     }
-    refused(options).map_or(Ok(()), Err)
+    refused(options).map_or(Ok(()), |why| Err(HarnessError::Refused(why)))
 }
 
 /// Every setting a library that takes vkcopy's settings reads, with the
 /// value that gives `options`: the case's own, else blank (the default), so
 /// nothing of the environment or an earlier case is left. The layer and the
 /// recorded table reach it through the shim, as they reach Halide's.
-fn library_settings(options: &ContextOptions) -> Result<Vec<(&'static str, String)>, String> {
+fn library_settings(options: &ContextOptions) -> Result<Vec<(&'static str, String)>, HarnessError> {
     let mut plain = options.clone();
     plain.simulate_memory = None;
     plain.validation = false;
-    let set = plain.settings().map_err(|what| {
-        format!("{what}: a setting of vkcopy's that its library cannot be given")
+    let set = plain.settings().map_err(|what| HarnessError::Setting {
+        what: format!("{what}: a setting of vkcopy's that its library cannot be given"),
     })?;
     Ok(vkcopy_engine::rt::ENVIRONMENT
         .iter()
@@ -170,7 +172,7 @@ pub fn open(
     path: &Path,
     options: &ContextOptions,
     slots: Vec<String>,
-) -> Result<HalideRuntime, String> {
+) -> Result<HalideRuntime, HarnessError> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let lib = ffi::library(path)?;
@@ -179,7 +181,7 @@ pub fn open(
             lib.set_setting(name, &value)?;
         }
     } else if let Some(why) = refused(options) {
-        return Err(why);
+        return Err(HarnessError::Refused(why));
     }
     shim::begin_case(
         options.simulate_memory.as_ref(),

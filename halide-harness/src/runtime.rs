@@ -787,7 +787,7 @@ impl<'a> Runtime<'a> for HalideRuntime {
     }
 
     fn fill_heap(&mut self, heap: u32, leave: u64) -> Result<(), StepError> {
-        shim::fill_heap(heap, leave).map_err(StepError::Unsupported)
+        shim::fill_heap(heap, leave)
     }
 
     fn counter(&self, name: &str) -> Option<u64> {

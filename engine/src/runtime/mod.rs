@@ -25,7 +25,7 @@ pub use interfaces::{
     lacks, AsyncCopies, Fork, NativeBuffers, Reference, Timed, TimedCopies, WorkInFlight,
 };
 pub use state::State;
-pub use target::Target;
+pub use target::{Open, OpenError, Target};
 
 use crate::rt::{Buffer, DeviceType, Expr};
 use vkcopy_results::outcome::PlacementRecord;

@@ -10,9 +10,14 @@ use std::sync::Arc;
 use super::{Capability, Choice, Runtime};
 use crate::rt::ContextOptions;
 
+/// Why a runtime could not be opened for a case: the runtime's own error.
+pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Opens a case's runtime under the case's options, with its slots named.
 pub type Open = Arc<
-    dyn Fn(&ContextOptions, Vec<String>) -> Result<Box<dyn Runtime<'static>>, String> + Send + Sync,
+    dyn Fn(&ContextOptions, Vec<String>) -> Result<Box<dyn Runtime<'static>>, OpenError>
+        + Send
+        + Sync,
 >;
 
 /// The runtime under test.

@@ -9,6 +9,7 @@ use halide_ffi::vkcopy::CopyCountsFn;
 
 use vkcopy::Findings;
 use vkcopy_engine::rt::{vk, DeviceType, MemoryTable, Role};
+use vkcopy_engine::runtime::StepError;
 use vkcopy_results::outcome::PlacementRecord;
 
 /// The real loader, opened once.
@@ -176,16 +177,17 @@ pub fn live() -> Live {
 
 /// Takes all but `leave` bytes of heap `heap` of the simulated table, as
 /// vkcopy's `fill_heap` does; an error without a table.
-pub fn fill_heap(heap: u32, leave: u64) -> Result<(), String> {
+pub fn fill_heap(heap: u32, leave: u64) -> Result<(), StepError> {
     let mut s = seen();
     let s = &mut *s;
     let Some((t, _)) = &s.table else {
-        return Err("fill_heap on Halide's runtime needs a simulated table".into());
+        let why = "fill_heap on Halide's runtime needs a simulated table";
+        return Err(StepError::Unsupported(why.into()));
     };
     let h = t
         .heaps
         .get(heap as usize)
-        .ok_or_else(|| format!("fill_heap: no heap {heap}"))?;
+        .ok_or_else(|| StepError::Unsupported(format!("fill_heap: no heap {heap}")))?;
     // As vkcopy's simulation: what other programs hold is set anew, so that
     // the runtime finds `leave` bytes beside what it holds itself.
     let size = h.budget.unwrap_or(h.size);

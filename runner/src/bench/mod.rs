@@ -107,7 +107,7 @@ fn run_halide(args: &Args, runtime: &str, print: &mut impl FnMut(&str)) -> Resul
         }
         Err(e) => return Err(Failure::Usage(format!("--runtime {e}"))),
     };
-    let halide = halide_harness::ffi::library(&lib).map_err(Failure::Usage)?;
+    let halide = halide_harness::ffi::library(&lib).map_err(|e| Failure::Usage(e.to_string()))?;
     let plan = args.plan(vkcopy_engine::rt::DeviceType::DiscreteGpu);
     print(&format!(
         "Halide {} ({}), best of {} timed runs (at most {} from {}) after {} warm-up copies, host clock",
