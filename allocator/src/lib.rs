@@ -153,4 +153,5 @@ pub mod layer_gate {
     pub use crate::vk::gate::{calling, creating, Exclusive, Shared};
 }
 pub use vk::instance::{is_validation_finding, messenger_info, use_loader, Findings};
+pub use vk::interpose;
 pub use vk::region::Region;

@@ -1,61 +1,33 @@
 //! The function tables of a context with fault injection (feature
 //! `fault-injection`): the runtime's `ash::Entry` resolves every entry point of
-//! [`fault::ENTRY_POINTS`] to a wrapper that counts the call in the context's
-//! plan and either returns the injected result or calls the driver's function.
+//! [`fault::ENTRY_POINTS`] through an interposition layer (`interpose.rs`) to a
+//! wrapper that counts the call in the context's plan and either returns the
+//! injected result or calls the driver's function.
 //!
-//! The wrappers find their context by the dispatchable handle they are called
-//! with: every dispatchable object starts with a pointer to its loader dispatch
-//! table, the same for an instance and its physical devices, and for a device,
-//! its queues and its command buffers (the key layers use too). The calls made
-//! before an instance exists (`vkCreateInstance`, the instance enumerations)
-//! count in the plan of the context being created on the calling thread.
+//! The wrappers find their context's plan by the dispatch key of the handle
+//! they are called with, as the layer finds the driver's functions. The calls
+//! made before an instance exists (`vkCreateInstance`, the instance
+//! enumerations) count in the plan of the context being created on the calling
+//! thread.
 
 // The wrappers carry the names of the Vulkan functions they stand for.
 #![allow(non_snake_case)]
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ffi::{c_char, c_void};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use ash::vk::{self, Handle};
 
-use crate::fault::{self, Plan, ENTRY_POINTS};
+use crate::fault::{self, Plan};
+use crate::vk::interpose::Layer;
 
-/// The driver's functions behind the wrappers of one instance or device.
-struct Hooked {
-    plan: Arc<Plan>,
-    real: Vec<AtomicUsize>,
-    /// The driver's `vkGetDeviceProcAddr`.
-    gdpa: AtomicUsize,
-    /// The driver's `vkDestroyInstance` or `vkDestroyDevice`.
-    destroy: AtomicUsize,
-}
+/// The layer of every context of the process; it wraps the calls of the
+/// contexts that have a plan.
+static LAYER: Layer = Layer::new(wraps);
 
-impl Hooked {
-    fn new(plan: Arc<Plan>) -> Arc<Self> {
-        Arc::new(Hooked {
-            plan,
-            real: ENTRY_POINTS.iter().map(|_| AtomicUsize::new(0)).collect(),
-            gdpa: AtomicUsize::new(0),
-            destroy: AtomicUsize::new(0),
-        })
-    }
-
-    fn real(&self, i: usize) -> usize {
-        self.real[i].load(Ordering::Acquire)
-    }
-}
-
-/// Hooked instances and devices by dispatch key.
-static REGISTRY: RwLock<Vec<(usize, Arc<Hooked>)>> = RwLock::new(Vec::new());
-
-/// The loader's global functions (`vkCreateInstance` and the instance enumerations).
-static ENTRY_REAL: [AtomicUsize; ENTRY_POINTS.len()] =
-    [const { AtomicUsize::new(0) }; ENTRY_POINTS.len()];
-
-/// The loader's `vkGetInstanceProcAddr`.
-static REAL_GIPA: OnceLock<vk::PFN_vkGetInstanceProcAddr> = OnceLock::new();
+/// Hooked instances and devices by dispatch key, with their context's plan.
+static REGISTRY: RwLock<Vec<(usize, Arc<Plan>)>> = RwLock::new(Vec::new());
 
 thread_local! {
     /// The plan of the context being created on this thread.
@@ -66,7 +38,7 @@ thread_local! {
 pub(crate) fn entry(real: &'static ash::Entry) -> &'static ash::Entry {
     static ENTRY: OnceLock<ash::Entry> = OnceLock::new();
     ENTRY.get_or_init(|| {
-        let _ = REAL_GIPA.set(real.static_fn().get_instance_proc_addr);
+        LAYER.over(real.static_fn().get_instance_proc_addr);
         let static_fn = ash::StaticFn {
             get_instance_proc_addr,
         };
@@ -106,32 +78,39 @@ fn key(handle: u64) -> usize {
     unsafe { *(handle as usize as *const usize) }
 }
 
-fn hooked(handle: u64) -> Option<Arc<Hooked>> {
+/// The plan of the context whose instance or device `handle` is of.
+fn hooked(handle: u64) -> Option<Arc<Plan>> {
     let k = key(handle);
     let r = REGISTRY.read().unwrap_or_else(|p| p.into_inner());
     r.iter().find(|(x, _)| *x == k).map(|(_, h)| h.clone())
 }
 
-fn register(handle: u64, h: Arc<Hooked>) {
+fn register(handle: u64, plan: Arc<Plan>) {
     let k = key(handle);
     let mut r = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
     r.retain(|(x, _)| *x != k);
-    r.push((k, h));
+    r.push((k, plan));
 }
 
+/// Forgets an instance or device about to be destroyed, here and in the layer.
 fn unregister(handle: u64) {
     let k = key(handle);
     let mut r = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
     r.retain(|(x, _)| *x != k);
+    // SAFETY: the handle is live until the caller's destroy call.
+    unsafe { LAYER.forget(handle) };
+}
+
+/// The driver's function `name` for the wrapper called with `handle`.
+fn real<F: Copy>(handle: u64, name: &str) -> Option<F> {
+    // SAFETY: the runtime calls with live handles; each caller names `F` as
+    // the entry point's type.
+    unsafe { LAYER.real(handle, name) }
 }
 
 fn void(p: usize) -> vk::PFN_vkVoidFunction {
     // SAFETY: `p` is 0 or a function pointer taken from a PFN_vkVoidFunction.
     unsafe { std::mem::transmute::<usize, vk::PFN_vkVoidFunction>(p) }
-}
-
-fn addr(p: vk::PFN_vkVoidFunction) -> usize {
-    p.map_or(0, |f| f as usize)
 }
 
 /// Wrappers of functions called with a dispatchable handle first.
@@ -141,17 +120,19 @@ macro_rules! dispatched {
             #[allow(non_snake_case)]
             unsafe extern "system" fn $name($first: $ft $(, $a: $t)*) -> vk::Result {
                 const I: usize = fault::position(stringify!($name));
-                let Some(h) = hooked($first.as_raw()) else {
+                let Some(plan) = hooked($first.as_raw()) else {
                     return vk::Result::ERROR_INITIALIZATION_FAILED;
                 };
-                if let Some(r) = h.plan.call(I) {
+                if let Some(r) = plan.call(I) {
                     $($failed)?
                     return r;
                 }
                 type Pfn = unsafe extern "system" fn($ft $(, $t)*) -> vk::Result;
-                // SAFETY: the driver's function of this name, stored when this
-                // wrapper was handed out for the same instance or device.
-                let real = unsafe { std::mem::transmute::<usize, Pfn>(h.real(I)) };
+                // The driver's function of this name, kept when this wrapper
+                // was handed out for the same instance or device.
+                let Some(real) = real::<Pfn>($first.as_raw(), stringify!($name)) else {
+                    return vk::Result::ERROR_INITIALIZATION_FAILED;
+                };
                 // SAFETY: the caller's arguments, passed on unchanged.
                 unsafe { real($first $(, $a)*) }
             }
@@ -220,22 +201,18 @@ unsafe extern "system" fn vkCreateInstance(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Instance,
 ) -> vk::Result {
-    const I: usize = fault::position("vkCreateInstance");
-    let (plan, fail) = creating_call(I);
+    let (plan, fail) = creating_call(fault::position("vkCreateInstance"));
     if let Some(r) = fail {
         return r;
     }
-    // SAFETY: the loader's vkCreateInstance, stored when the entry was loaded.
-    let real = unsafe {
-        std::mem::transmute::<usize, vk::PFN_vkCreateInstance>(
-            ENTRY_REAL[I].load(Ordering::Acquire),
-        )
+    let Some(real) = real::<vk::PFN_vkCreateInstance>(0, "vkCreateInstance") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: the caller's arguments, passed on unchanged.
     let r = unsafe { real(info, alloc, out) };
     if let (vk::Result::SUCCESS, Some(plan)) = (r, plan) {
         // SAFETY: on success the loader wrote the instance to `out`.
-        register(unsafe { *out }.as_raw(), Hooked::new(plan));
+        register(unsafe { *out }.as_raw(), plan);
     }
     r
 }
@@ -244,13 +221,13 @@ unsafe extern "system" fn vkEnumerateInstanceLayerProperties(
     count: *mut u32,
     props: *mut vk::LayerProperties,
 ) -> vk::Result {
-    const I: usize = fault::position("vkEnumerateInstanceLayerProperties");
-    if let (_, Some(r)) = creating_call(I) {
+    const NAME: &str = "vkEnumerateInstanceLayerProperties";
+    if let (_, Some(r)) = creating_call(fault::position(NAME)) {
         return r;
     }
-    type Pfn = vk::PFN_vkEnumerateInstanceLayerProperties;
-    // SAFETY: the loader's function of this name.
-    let real = unsafe { std::mem::transmute::<usize, Pfn>(ENTRY_REAL[I].load(Ordering::Acquire)) };
+    let Some(real) = real::<vk::PFN_vkEnumerateInstanceLayerProperties>(0, NAME) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
     // SAFETY: the caller's arguments, passed on unchanged.
     unsafe { real(count, props) }
 }
@@ -260,13 +237,13 @@ unsafe extern "system" fn vkEnumerateInstanceExtensionProperties(
     count: *mut u32,
     props: *mut vk::ExtensionProperties,
 ) -> vk::Result {
-    const I: usize = fault::position("vkEnumerateInstanceExtensionProperties");
-    if let (_, Some(r)) = creating_call(I) {
+    const NAME: &str = "vkEnumerateInstanceExtensionProperties";
+    if let (_, Some(r)) = creating_call(fault::position(NAME)) {
         return r;
     }
-    type Pfn = vk::PFN_vkEnumerateInstanceExtensionProperties;
-    // SAFETY: the loader's function of this name.
-    let real = unsafe { std::mem::transmute::<usize, Pfn>(ENTRY_REAL[I].load(Ordering::Acquire)) };
+    let Some(real) = real::<vk::PFN_vkEnumerateInstanceExtensionProperties>(0, NAME) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
     // SAFETY: the caller's arguments, passed on unchanged.
     unsafe { real(layer, count, props) }
 }
@@ -276,10 +253,7 @@ unsafe extern "system" fn vkDestroyInstance(
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
     let raw = instance.as_raw();
-    if let Some(h) = hooked(raw) {
-        type Pfn = vk::PFN_vkDestroyInstance;
-        // SAFETY: the loader's vkDestroyInstance of this instance.
-        let real = unsafe { std::mem::transmute::<usize, Pfn>(h.destroy.load(Ordering::Acquire)) };
+    if let Some(real) = real::<vk::PFN_vkDestroyInstance>(raw, "vkDestroyInstance") {
         unregister(raw);
         // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { real(instance, alloc) };
@@ -292,23 +266,23 @@ unsafe extern "system" fn vkCreateDevice(
     alloc: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Device,
 ) -> vk::Result {
-    const I: usize = fault::position("vkCreateDevice");
-    let Some(h) = hooked(physical.as_raw()) else {
+    let Some(plan) = hooked(physical.as_raw()) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    if let Some(r) = h.plan.call(I) {
+    if let Some(r) = plan.call(fault::position("vkCreateDevice")) {
         return r;
     }
-    // SAFETY: the driver's vkCreateDevice for this instance.
-    let real = unsafe { std::mem::transmute::<usize, vk::PFN_vkCreateDevice>(h.real(I)) };
+    let Some(real) = real::<vk::PFN_vkCreateDevice>(physical.as_raw(), "vkCreateDevice") else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
     // SAFETY: the caller's arguments, passed on unchanged.
     let r = unsafe { real(physical, info, alloc, out) };
     if r == vk::Result::SUCCESS {
-        let d = Hooked::new(h.plan.clone());
-        d.gdpa
-            .store(h.gdpa.load(Ordering::Acquire), Ordering::Release);
         // SAFETY: on success the driver wrote the device to `out`.
-        register(unsafe { *out }.as_raw(), d);
+        let device = unsafe { *out };
+        // SAFETY: both are live.
+        unsafe { LAYER.device_made(physical, device) };
+        register(device.as_raw(), plan);
     }
     r
 }
@@ -318,10 +292,7 @@ unsafe extern "system" fn vkDestroyDevice(
     alloc: *const vk::AllocationCallbacks<'_>,
 ) {
     let raw = device.as_raw();
-    if let Some(h) = hooked(raw) {
-        type Pfn = vk::PFN_vkDestroyDevice;
-        // SAFETY: the driver's vkDestroyDevice of this device.
-        let real = unsafe { std::mem::transmute::<usize, Pfn>(h.destroy.load(Ordering::Acquire)) };
+    if let Some(real) = real::<vk::PFN_vkDestroyDevice>(raw, "vkDestroyDevice") {
         unregister(raw);
         // SAFETY: the caller's arguments, passed on unchanged.
         unsafe { real(device, alloc) };
@@ -332,45 +303,27 @@ unsafe extern "system" fn get_device_proc_addr(
     device: vk::Device,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let h = hooked(device.as_raw())?;
-    // SAFETY: the driver's vkGetDeviceProcAddr, stored when the instance was loaded.
-    let gdpa = unsafe {
-        std::mem::transmute::<usize, vk::PFN_vkGetDeviceProcAddr>(h.gdpa.load(Ordering::Acquire))
-    };
-    // SAFETY: the caller's arguments, passed on unchanged.
-    let real = unsafe { gdpa(device, name) };
-    real?;
-    // SAFETY: `name` is a NUL-terminated string (the caller's).
-    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if name == b"vkDestroyDevice" {
-        h.destroy.store(addr(real), Ordering::Release);
-        type Pfn = vk::PFN_vkDestroyDevice;
-        return void(vkDestroyDevice as Pfn as usize);
-    }
-    match dispatched(name) {
-        Some((i, wrapper)) => {
-            h.real[i].store(addr(real), Ordering::Release);
-            void(wrapper)
-        }
-        None => real,
-    }
+    // SAFETY: the caller's arguments, as for the driver's.
+    unsafe { LAYER.device_proc_addr(device, name) }
 }
 
 unsafe extern "system" fn get_instance_proc_addr(
     instance: vk::Instance,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let gipa = REAL_GIPA.get()?;
-    // SAFETY: the loader's vkGetInstanceProcAddr with the caller's arguments.
-    let real = unsafe { gipa(instance, name) };
-    real?;
-    // SAFETY: `name` is a NUL-terminated string (the caller's).
-    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    if instance == vk::Instance::null() {
+    // SAFETY: the caller's arguments, as for the loader's.
+    unsafe { LAYER.instance_proc_addr(instance, name) }
+}
+
+/// The wrapper for `name` resolved with `handle`: the global functions always
+/// (they count in the plan of the context being created), the others for the
+/// instances and devices of contexts with a plan.
+fn wraps(handle: u64, name: &[u8]) -> Option<vk::PFN_vkVoidFunction> {
+    if handle == 0 {
         type Create = vk::PFN_vkCreateInstance;
         type Layers = vk::PFN_vkEnumerateInstanceLayerProperties;
         type Exts = vk::PFN_vkEnumerateInstanceExtensionProperties;
-        let wrapper = match name {
+        return Some(void(match name {
             b"vkCreateInstance" => vkCreateInstance as Create as usize,
             b"vkEnumerateInstanceLayerProperties" => {
                 vkEnumerateInstanceLayerProperties as Layers as usize
@@ -378,47 +331,27 @@ unsafe extern "system" fn get_instance_proc_addr(
             b"vkEnumerateInstanceExtensionProperties" => {
                 vkEnumerateInstanceExtensionProperties as Exts as usize
             }
-            _ => return real,
-        };
-        let i = ENTRY_POINTS
-            .iter()
-            .position(|e| e.as_bytes() == name)
-            .unwrap_or(0);
-        ENTRY_REAL[i].store(addr(real), Ordering::Release);
-        return void(wrapper);
+            _ => return None,
+        }));
     }
-    let Some(h) = hooked(instance.as_raw()) else {
-        return real;
-    };
-    match name {
-        b"vkGetDeviceProcAddr" => {
-            h.gdpa.store(addr(real), Ordering::Release);
-            type Pfn = vk::PFN_vkGetDeviceProcAddr;
-            void(get_device_proc_addr as Pfn as usize)
-        }
-        b"vkDestroyInstance" => {
-            h.destroy.store(addr(real), Ordering::Release);
-            type Pfn = vk::PFN_vkDestroyInstance;
-            void(vkDestroyInstance as Pfn as usize)
-        }
-        b"vkCreateDevice" => {
-            h.real[fault::position("vkCreateDevice")].store(addr(real), Ordering::Release);
-            type Pfn = vk::PFN_vkCreateDevice;
-            void(vkCreateDevice as Pfn as usize)
-        }
-        _ => match dispatched(name) {
-            Some((i, wrapper)) => {
-                h.real[i].store(addr(real), Ordering::Release);
-                void(wrapper)
-            }
-            None => real,
-        },
-    }
+    hooked(handle)?;
+    type Gdpa = vk::PFN_vkGetDeviceProcAddr;
+    type DestroyInstance = vk::PFN_vkDestroyInstance;
+    type CreateDevice = vk::PFN_vkCreateDevice;
+    type DestroyDevice = vk::PFN_vkDestroyDevice;
+    Some(void(match name {
+        b"vkGetDeviceProcAddr" => get_device_proc_addr as Gdpa as usize,
+        b"vkDestroyInstance" => vkDestroyInstance as DestroyInstance as usize,
+        b"vkCreateDevice" => vkCreateDevice as CreateDevice as usize,
+        b"vkDestroyDevice" => vkDestroyDevice as DestroyDevice as usize,
+        _ => dispatched(name)?.1,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::ENTRY_POINTS;
 
     #[test]
     fn every_entry_point_has_a_wrapper() {

@@ -14,6 +14,7 @@ pub(crate) mod heaps;
 pub(crate) mod hooks;
 pub(crate) mod import;
 pub(crate) mod instance;
+pub mod interpose;
 mod mapping;
 pub(crate) mod pipelines;
 pub(crate) mod queue;

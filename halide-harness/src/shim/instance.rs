@@ -4,7 +4,8 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::state::{loader, real, seen, FINDINGS};
+use super::state::{loader, seen, FINDINGS};
+use super::{real, LAYER};
 use vkcopy_engine::rt::vk;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -21,13 +22,15 @@ pub(super) unsafe extern "system" fn create_device(
     callbacks: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Device,
 ) -> vk::Result {
-    let Some(f) = real::<vk::PFN_vkCreateDevice>("vkCreateDevice") else {
+    let Some(f) = real::<vk::PFN_vkCreateDevice>(pd, "vkCreateDevice") else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let _lifecycle = vkcopy::layer_gate::creating();
     // SAFETY: forwarded as Halide called it.
     let r = unsafe { f(pd, info, callbacks, out) };
     if r == vk::Result::SUCCESS {
+        // SAFETY: both live: the device was just written to `out`.
+        unsafe { LAYER.device_made(pd, *out) };
         seen().devices += 1;
     }
     r
@@ -37,8 +40,10 @@ pub(super) unsafe extern "system" fn destroy_device(
     device: vk::Device,
     callbacks: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(f) = real::<vk::PFN_vkDestroyDevice>("vkDestroyDevice") {
+    if let Some(f) = real::<vk::PFN_vkDestroyDevice>(device, "vkDestroyDevice") {
         let _lifecycle = vkcopy::layer_gate::creating();
+        // SAFETY: live until the call below.
+        unsafe { LAYER.forget(vk::Handle::as_raw(device)) };
         // SAFETY: forwarded as Halide called it.
         unsafe { f(device, callbacks) };
         let mut s = seen();
@@ -157,6 +162,8 @@ pub(super) unsafe extern "system" fn destroy_instance(
             unsafe { destroy(instance, m, std::ptr::null()) };
         }
     }
+    // SAFETY: live until the call below.
+    unsafe { LAYER.forget(vk::Handle::as_raw(instance)) };
     // SAFETY: the loader's entry point for this instance.
     if let Some(f) = unsafe { (l.gipa)(instance, c"vkDestroyInstance".as_ptr()) } {
         // SAFETY: the entry point of that name has this type.

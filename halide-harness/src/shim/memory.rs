@@ -4,7 +4,8 @@
 
 use std::ffi::c_void;
 
-use super::state::{real, seen, Memory, StepKind};
+use super::real;
+use super::state::{seen, Memory, StepKind};
 use super::table::backing;
 use vkcopy_engine::rt::{property_flags_name, vk};
 use vkcopy_results::outcome::PlacementRecord;
@@ -15,7 +16,7 @@ pub(super) unsafe extern "system" fn allocate_memory(
     callbacks: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::DeviceMemory,
 ) -> vk::Result {
-    let Some(f) = real::<vk::PFN_vkAllocateMemory>("vkAllocateMemory") else {
+    let Some(f) = real::<vk::PFN_vkAllocateMemory>(device, "vkAllocateMemory") else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: Halide's allocate info.
@@ -63,7 +64,7 @@ pub(super) unsafe extern "system" fn free_memory(
     memory: vk::DeviceMemory,
     callbacks: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(f) = real::<vk::PFN_vkFreeMemory>("vkFreeMemory") {
+    if let Some(f) = real::<vk::PFN_vkFreeMemory>(device, "vkFreeMemory") {
         // SAFETY: forwarded.
         unsafe { f(device, memory, callbacks) };
     }
@@ -81,7 +82,7 @@ pub(super) unsafe extern "system" fn create_buffer(
     callbacks: *const vk::AllocationCallbacks<'_>,
     out: *mut vk::Buffer,
 ) -> vk::Result {
-    let Some(f) = real::<vk::PFN_vkCreateBuffer>("vkCreateBuffer") else {
+    let Some(f) = real::<vk::PFN_vkCreateBuffer>(device, "vkCreateBuffer") else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: forwarded.
@@ -107,7 +108,7 @@ pub(super) unsafe extern "system" fn destroy_buffer(
     buffer: vk::Buffer,
     callbacks: *const vk::AllocationCallbacks<'_>,
 ) {
-    if let Some(f) = real::<vk::PFN_vkDestroyBuffer>("vkDestroyBuffer") {
+    if let Some(f) = real::<vk::PFN_vkDestroyBuffer>(device, "vkDestroyBuffer") {
         // SAFETY: forwarded.
         unsafe { f(device, buffer, callbacks) };
     }
@@ -122,7 +123,8 @@ pub(super) unsafe extern "system" fn get_buffer_memory_requirements(
     buffer: vk::Buffer,
     out: *mut vk::MemoryRequirements,
 ) {
-    let Some(f) = real::<vk::PFN_vkGetBufferMemoryRequirements>("vkGetBufferMemoryRequirements")
+    let Some(f) =
+        real::<vk::PFN_vkGetBufferMemoryRequirements>(device, "vkGetBufferMemoryRequirements")
     else {
         return;
     };
@@ -156,7 +158,7 @@ pub(super) unsafe extern "system" fn bind_buffer_memory(
     memory: vk::DeviceMemory,
     offset: vk::DeviceSize,
 ) -> vk::Result {
-    let Some(f) = real::<vk::PFN_vkBindBufferMemory>("vkBindBufferMemory") else {
+    let Some(f) = real::<vk::PFN_vkBindBufferMemory>(device, "vkBindBufferMemory") else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     {
@@ -218,7 +220,7 @@ pub(super) unsafe extern "system" fn map_memory(
     flags: vk::MemoryMapFlags,
     out: *mut *mut c_void,
 ) -> vk::Result {
-    let Some(f) = real::<vk::PFN_vkMapMemory>("vkMapMemory") else {
+    let Some(f) = real::<vk::PFN_vkMapMemory>(device, "vkMapMemory") else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     // SAFETY: forwarded.
@@ -241,7 +243,7 @@ pub(super) unsafe extern "system" fn map_memory(
 }
 
 pub(super) unsafe extern "system" fn unmap_memory(device: vk::Device, memory: vk::DeviceMemory) {
-    if let Some(f) = real::<vk::PFN_vkUnmapMemory>("vkUnmapMemory") {
+    if let Some(f) = real::<vk::PFN_vkUnmapMemory>(device, "vkUnmapMemory") {
         // SAFETY: forwarded.
         unsafe { f(device, memory) };
     }
@@ -255,7 +257,7 @@ pub(super) unsafe extern "system" fn flush_ranges(
     ranges: *const vk::MappedMemoryRange<'_>,
 ) -> vk::Result {
     seen().flushes += 1;
-    match real::<vk::PFN_vkFlushMappedMemoryRanges>("vkFlushMappedMemoryRanges") {
+    match real::<vk::PFN_vkFlushMappedMemoryRanges>(device, "vkFlushMappedMemoryRanges") {
         // SAFETY: forwarded.
         Some(f) => unsafe { f(device, count, ranges) },
         None => vk::Result::ERROR_INITIALIZATION_FAILED,
@@ -268,7 +270,7 @@ pub(super) unsafe extern "system" fn invalidate_ranges(
     ranges: *const vk::MappedMemoryRange<'_>,
 ) -> vk::Result {
     seen().invalidates += 1;
-    match real::<vk::PFN_vkInvalidateMappedMemoryRanges>("vkInvalidateMappedMemoryRanges") {
+    match real::<vk::PFN_vkInvalidateMappedMemoryRanges>(device, "vkInvalidateMappedMemoryRanges") {
         // SAFETY: forwarded.
         Some(f) => unsafe { f(device, count, ranges) },
         None => vk::Result::ERROR_INITIALIZATION_FAILED,
@@ -310,7 +312,7 @@ pub(super) unsafe extern "system" fn cmd_copy_buffer(
             return;
         }
     }
-    if let Some(f) = real::<vk::PFN_vkCmdCopyBuffer>("vkCmdCopyBuffer") {
+    if let Some(f) = real::<vk::PFN_vkCmdCopyBuffer>(cmd, "vkCmdCopyBuffer") {
         // SAFETY: forwarded.
         unsafe { f(cmd, src, dst, count, regions) };
     }

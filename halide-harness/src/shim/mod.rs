@@ -10,9 +10,12 @@
 //! type outside its `memoryTypeBits`, a heap over its size, and non-coherent
 //! memory read or written without an invalidate or flush.
 //!
-//! `state.rs` keeps what was seen; `table.rs` presents a recorded table;
-//! `memory.rs` watches memory, buffers and copies; `instance.rs` makes the
-//! instance and device. This file hands Halide the suite's entry points.
+//! The entry points are handed out and the driver's functions kept behind them
+//! by vkcopy's interposition layer ([`vkcopy::interpose`]), the one its fault
+//! injection uses. `state.rs` keeps what was seen; `table.rs` presents a
+//! recorded table; `memory.rs` watches memory, buffers and copies;
+//! `instance.rs` makes the instance and device. This file hands Halide the
+//! suite's entry points.
 
 mod instance;
 mod memory;
@@ -27,16 +30,28 @@ use memory::{
     flush_ranges, free_memory, get_buffer_memory_requirements, invalidate_ranges, map_memory,
     unmap_memory,
 };
+use state::loader;
 pub use state::{
     begin_case, begin_step, claim_device, describe_type, device_type, end_step, fill_heap, live,
     placements, take_findings, take_validation_messages, Live, StepKind,
 };
-use state::{loader, real, seen};
 use table::{
     enumerate_device_extensions, get_memory_properties, get_memory_properties2,
     get_physical_device_properties, get_physical_device_properties2,
 };
-use vkcopy_engine::rt::vk;
+use vkcopy::interpose::Layer;
+use vkcopy_engine::rt::vk::{self, Handle};
+
+/// The layer between Halide's runtime and the loader.
+static LAYER: Layer = Layer::new(wraps);
+
+/// The driver's function `name` behind the suite's entry point called with
+/// `handle`.
+fn real<F: Copy>(handle: impl Handle, name: &str) -> Option<F> {
+    // SAFETY: Halide calls with live handles; each caller names `F` as the
+    // entry point's type.
+    unsafe { LAYER.real(handle.as_raw(), name) }
+}
 
 /// Replaces `halide_get_library_symbol`: hands out the suite's
 /// `vkGetInstanceProcAddr`, and the real symbol for everything else.
@@ -63,10 +78,18 @@ pub unsafe extern "C" fn get_library_symbol(lib: *mut c_void, name: *const c_cha
     };
     // SAFETY: a non-null entry point of the loader.
     let f = Some(unsafe { std::mem::transmute::<*mut c_void, unsafe extern "system" fn()>(found) });
-    match remember(n, f) {
-        Some(ours) if ours as usize != found as usize => ours as *mut c_void,
-        _ => found,
-    }
+    // SAFETY: the global functions, resolved with no handle.
+    let handed = unsafe { LAYER.resolved(0, n, f) };
+    handed.map_or(found, |h| h as *mut c_void)
+}
+
+/// The suite's entry point for `name`, if it has one.
+fn wraps(_: u64, name: &[u8]) -> Option<vk::PFN_vkVoidFunction> {
+    let ours = ours(name)?;
+    // SAFETY: a function pointer of the suite with the entry point's type.
+    Some(Some(unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "system" fn()>(ours)
+    }))
 }
 
 /// The suite's entry point for `name`, or None to hand out the real one.
@@ -106,38 +129,15 @@ unsafe extern "system" fn get_instance_proc_addr(
     instance: vk::Instance,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let l = loader()?;
+    LAYER.over(loader()?.gipa);
     // SAFETY: forwarded as Halide called it.
-    let f = unsafe { (l.gipa)(instance, name) };
-    // SAFETY: a NUL-terminated name.
-    let n = unsafe { CStr::from_ptr(name) };
-    remember(n, f)
+    unsafe { LAYER.instance_proc_addr(instance, name) }
 }
 
 unsafe extern "system" fn get_device_proc_addr(
     device: vk::Device,
     name: *const c_char,
 ) -> vk::PFN_vkVoidFunction {
-    let gdpa = real::<vk::PFN_vkGetDeviceProcAddr>("vkGetDeviceProcAddr")?;
     // SAFETY: forwarded as Halide called it.
-    let f = unsafe { gdpa(device, name) };
-    // SAFETY: a NUL-terminated name.
-    let n = unsafe { CStr::from_ptr(name) };
-    remember(n, f)
-}
-
-/// Keeps the real `f` for `name` and hands out the suite's entry point where
-/// it has one.
-fn remember(name: &CStr, f: vk::PFN_vkVoidFunction) -> vk::PFN_vkVoidFunction {
-    let f = f?;
-    let Some(ours) = ours(name.to_bytes()) else {
-        return Some(f);
-    };
-    let key = name.to_string_lossy().into_owned();
-    let key = key.strip_suffix("KHR").map_or(key.clone(), str::to_owned);
-    if key != "vkGetInstanceProcAddr" {
-        seen().real.insert(key, f as usize);
-    }
-    // SAFETY: a function pointer of the suite with the entry point's type.
-    Some(unsafe { std::mem::transmute::<*mut c_void, unsafe extern "system" fn()>(ours) })
+    unsafe { LAYER.device_proc_addr(device, name) }
 }

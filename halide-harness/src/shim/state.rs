@@ -72,8 +72,6 @@ pub(super) struct Memory {
 pub(super) struct Seen {
     /// The simulated table and the real type behind each of its types.
     pub(super) table: Option<(MemoryTable, Vec<u32>)>,
-    /// Real entry points by name.
-    pub(super) real: HashMap<String, usize>,
     pub(super) memories: HashMap<u64, Memory>,
     /// Buffers: the type bits Halide was told they may use, and their size.
     pub(super) buffers: HashMap<u64, (u32, u64)>,
@@ -132,10 +130,8 @@ pub(super) fn seen() -> MutexGuard<'static, Seen> {
 /// `counts`, when the library has it, is its own account of its copies.
 pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<CopyCountsFn>) {
     let mut s = seen();
-    let real = std::mem::take(&mut s.real);
     let (device_type, messenger, devices) = (s.device_type, s.messenger, s.devices);
     *s = Seen {
-        real,
         device_type,
         messenger,
         devices,
@@ -297,11 +293,4 @@ pub fn describe_type(ty: u32) -> String {
         Some((t, _)) => t.describe_type(ty),
         None => format!("type {ty}"),
     }
-}
-
-pub(super) fn real<F: Copy>(name: &str) -> Option<F> {
-    let p = *seen().real.get(name)?;
-    // SAFETY: stored from the loader under this name, so of this function type;
-    // function pointers and usize have the same size.
-    Some(unsafe { std::mem::transmute_copy::<usize, F>(&p) })
 }

@@ -4,14 +4,16 @@
 
 use std::ffi::{c_char, CStr};
 
-use super::state::{real, seen, Seen};
+use super::real;
+use super::state::{seen, Seen};
 use vkcopy_engine::rt::{vk, DeviceType};
 
 pub(super) unsafe extern "system" fn get_physical_device_properties(
     pd: vk::PhysicalDevice,
     out: *mut vk::PhysicalDeviceProperties,
 ) {
-    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceProperties>("vkGetPhysicalDeviceProperties")
+    let Some(f) =
+        real::<vk::PFN_vkGetPhysicalDeviceProperties>(pd, "vkGetPhysicalDeviceProperties")
     else {
         return;
     };
@@ -25,7 +27,8 @@ pub(super) unsafe extern "system" fn get_physical_device_properties2(
     pd: vk::PhysicalDevice,
     out: *mut vk::PhysicalDeviceProperties2<'_>,
 ) {
-    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceProperties2>("vkGetPhysicalDeviceProperties2")
+    let Some(f) =
+        real::<vk::PFN_vkGetPhysicalDeviceProperties2>(pd, "vkGetPhysicalDeviceProperties2")
     else {
         return;
     };
@@ -47,6 +50,7 @@ pub(super) unsafe extern "system" fn enumerate_device_extensions(
     out: *mut vk::ExtensionProperties,
 ) -> vk::Result {
     let Some(f) = real::<vk::PFN_vkEnumerateDeviceExtensionProperties>(
+        pd,
         "vkEnumerateDeviceExtensionProperties",
     ) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -150,9 +154,10 @@ pub(super) unsafe extern "system" fn get_memory_properties(
     pd: vk::PhysicalDevice,
     out: *mut vk::PhysicalDeviceMemoryProperties,
 ) {
-    let Some(f) =
-        real::<vk::PFN_vkGetPhysicalDeviceMemoryProperties>("vkGetPhysicalDeviceMemoryProperties")
-    else {
+    let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceMemoryProperties>(
+        pd,
+        "vkGetPhysicalDeviceMemoryProperties",
+    ) else {
         return;
     };
     // SAFETY: forwarded; `out` is Halide's and filled by the driver.
@@ -167,6 +172,7 @@ pub(super) unsafe extern "system" fn get_memory_properties2(
     out: *mut vk::PhysicalDeviceMemoryProperties2<'_>,
 ) {
     let Some(f) = real::<vk::PFN_vkGetPhysicalDeviceMemoryProperties2>(
+        pd,
         "vkGetPhysicalDeviceMemoryProperties2",
     ) else {
         return;
