@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod error;
 pub mod hook;
 pub mod progress;
 pub mod scaffold;

@@ -184,7 +184,7 @@ fn attempt(
         Some(w) => w,
         None => match Worker::start(spawn) {
             Ok(w) => worker.insert(w),
-            Err(e) => return Outcome::failed(e),
+            Err(e) => return Outcome::failed(e.to_string()),
         },
     };
     match w.run(&entry.path, plan.timeout.unwrap_or(schedule.timeout)) {

@@ -2,6 +2,7 @@
 //! once, discover and plan the cases, say which cannot run here, run the rest
 //! and collect a report.
 
+use crate::error::SuiteError;
 use std::path::{Path, PathBuf};
 
 use crate::outcome::{Outcome, Status};
@@ -37,11 +38,15 @@ pub const EXPECT_DEVICE_VAR: &str = "VKCOPY_EXPECT_DEVICE";
 /// cases name them (`discrete-gpu`, `gpu`, `cpu`...) or part of the device's
 /// name, in any case. A GPU job that lands on lavapipe (a missing ICD, a
 /// container without the driver) fails here, before any case runs.
-pub fn check_device(want: &str, device: &Result<Device, String>) -> Result<(), String> {
+pub fn check_device(want: &str, device: &Result<Device, String>) -> Result<(), SuiteError> {
     let want = want.trim();
+    let wrong = |found| SuiteError::WrongDevice {
+        want: want.to_owned(),
+        found,
+    };
     let d = device
         .as_ref()
-        .map_err(|e| format!("expected device '{want}', but there is no Vulkan device: {e}"))?;
+        .map_err(|e| wrong(format!("there is no Vulkan device: {e}")))?;
     let name = &d.record.name;
     let ok = match vkcopy_engine::requires::DeviceReq::parse(want) {
         Some(t) => t.accepts(d.device_type),
@@ -50,11 +55,11 @@ pub fn check_device(want: &str, device: &Result<Device, String>) -> Result<(), S
     if ok {
         return Ok(());
     }
-    Err(format!(
-        "expected device '{want}', but the device opened is {name} ({}, {}); is its Vulkan driver \
-         installed and found (VK_DRIVER_FILES, VKCOPY_DEVICE)?",
+    Err(wrong(format!(
+        "the device opened is {name} ({}, {}); is its Vulkan driver installed and found \
+         (VK_DRIVER_FILES, VKCOPY_DEVICE)?",
         d.record.device_type, d.record.driver
-    ))
+    )))
 }
 
 /// Opens the device `options` name once. `Ok(Err(why))` when there is no Vulkan
@@ -277,8 +282,8 @@ pub struct Suite {
 
 impl Suite {
     /// Probes the device and loads the expectations; errors are settings to fix.
-    pub fn open(config: Config) -> Result<Suite, String> {
-        let device = probe(&config.options).map_err(|e| e.to_string())?;
+    pub fn open(config: Config) -> Result<Suite, SuiteError> {
+        let device = probe(&config.options)?;
         let files = match (config.expectations.is_empty(), &device) {
             (false, _) => config.expectations,
             (true, Ok(d)) => default_expectations(
@@ -294,7 +299,8 @@ impl Suite {
         };
         let mut expectations = Expectations::default();
         for path in &files {
-            expectations = expectations.merged(Expectations::load(path)?);
+            let loaded = Expectations::load(path).map_err(SuiteError::Input)?;
+            expectations = expectations.merged(loaded);
         }
         if let Ok(d) = &device {
             expectations = expectations.for_device(d.device_type);
@@ -310,7 +316,7 @@ impl Suite {
     }
 
     /// The cases whose name matches `filter` (all without one), planned.
-    pub fn entries(&self, filter: Option<&str>) -> Result<Vec<Entry>, String> {
+    pub fn entries(&self, filter: Option<&str>) -> Result<Vec<Entry>, SuiteError> {
         let selection = Selection {
             filter: filter.map(str::to_owned),
             ..Selection::default()
@@ -320,10 +326,10 @@ impl Suite {
 
     /// The cases of `selection`, planned, in path order; an error when no case
     /// matches (a shard or a sample may hold none: a small suite split wide).
-    pub fn select(&self, selection: &Selection) -> Result<Vec<Entry>, String> {
+    pub fn select(&self, selection: &Selection) -> Result<Vec<Entry>, SuiteError> {
         let mut out = Vec::new();
         let mut admitted = 0;
-        for path in case_files(&self.root)? {
+        for path in case_files(&self.root).map_err(SuiteError::Input)? {
             let name = vkcopy_engine::discover::case_name(&self.root, &path);
             // By name first: a case left out is not even loaded.
             let by_name = Selection {
@@ -356,7 +362,8 @@ impl Suite {
             } else {
                 format!(" that {what}")
             };
-            return Err(format!("no case{what} in {}", self.root.display()));
+            let none = format!("no case{what} in {}", self.root.display());
+            return Err(SuiteError::NoCase(none));
         }
         Ok(out)
     }
@@ -479,7 +486,7 @@ impl Suite {
         &self,
         filter: Option<&str>,
         mut each: impl FnMut(&CaseRecord),
-    ) -> Result<Report, String> {
+    ) -> Result<Report, SuiteError> {
         let clock = std::time::Instant::now();
         let mut report = self.report();
         report.selection = filter.map(|f| format!("matches '{f}'")).unwrap_or_default();

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use vkcopy_engine::runtime::{Capability, Choice, Target};
 
+use crate::error::SuiteError;
+
 /// The runtime `choice` names: vkcopy's own API, or a library of Halide's
 /// ABI through the Halide harness.
 pub fn target(choice: Choice) -> Target {
@@ -16,13 +18,15 @@ pub fn target(choice: Choice) -> Target {
 
 /// The runtime `arg` names (`vkcopy`, `halide:VERSION` or `halide:PATH`; see
 /// [`Choice::resolve`]), resolved against `repo`.
-pub fn resolve(arg: &str, repo: &Path) -> Result<Target, String> {
-    Choice::resolve(arg, repo).map(target)
+pub fn resolve(arg: &str, repo: &Path) -> Result<Target, SuiteError> {
+    Choice::resolve(arg, repo)
+        .map(target)
+        .map_err(SuiteError::Runtime)
 }
 
 /// The runtime of `VKCOPY_RUNTIME` (vkcopy when unset).
-pub fn from_env() -> Result<Target, String> {
-    Choice::from_env().map(target)
+pub fn from_env() -> Result<Target, SuiteError> {
+    Choice::from_env().map(target).map_err(SuiteError::Runtime)
 }
 
 /// Every kind of runtime the suite runs, with what it has beyond the

@@ -5,6 +5,7 @@
 //! printed, and the next case gets a new worker. A case past its time limit is
 //! killed as a `timeout`.
 
+use crate::error::SuiteError;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -96,7 +97,7 @@ pub struct Worker {
 
 impl Worker {
     /// Starts a worker.
-    pub fn start(spawn: &Spawn) -> Result<Worker, String> {
+    pub fn start(spawn: &Spawn) -> Result<Worker, SuiteError> {
         let mut cmd = Command::new(&spawn.exe);
         cmd.args(&spawn.args)
             .stdin(Stdio::piped())
@@ -116,9 +117,10 @@ impl Worker {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start a worker ({}): {e}", spawn.exe.display()))?;
+        let mut child = cmd.spawn().map_err(|source| SuiteError::Worker {
+            what: format!("cannot start a worker ({})", spawn.exe.display()),
+            source,
+        })?;
         let output = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, events) = channel();
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -276,9 +278,13 @@ pub fn serve(
     options: &ContextOptions,
     runtime: &Target,
     input: impl BufRead,
-) -> Result<(), String> {
+) -> Result<(), SuiteError> {
+    let pipe = |what: &str| {
+        let what = what.to_owned();
+        move |source| SuiteError::Worker { what, source }
+    };
     for line in input.lines() {
-        let line = line.map_err(|e| format!("stdin: {e}"))?;
+        let line = line.map_err(pipe("stdin"))?;
         if line.is_empty() {
             continue;
         }
@@ -294,11 +300,11 @@ pub fn serve(
             }
             Err(e) => Outcome::failed(e.to_string()),
         };
-        let json = serde_json::to_string(&outcome).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string(&outcome).expect("an outcome serializes");
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{MARK}{json}")
             .and_then(|()| stdout.flush())
-            .map_err(|e| format!("stdout: {e}"))?;
+            .map_err(pipe("stdout"))?;
     }
     Ok(())
 }

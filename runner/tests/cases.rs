@@ -31,17 +31,17 @@ thread_local! {
 
 fn main() {
     let args = Arguments::from_args();
-    let exit = |e: String| -> ! {
+    fn exit(e: impl std::fmt::Display) -> ! {
         eprintln!("error: {e}");
         std::process::exit(2)
-    };
+    }
     // Speed is reported here, not held, unless asked for: other load on the
     // machine would decide the verdict (scripts/test.sh holds it in a run of
     // its own).
     if std::env::var_os(vkcopy_engine::SPEED_VAR).is_none() {
         std::env::set_var(vkcopy_engine::SPEED_VAR, "report");
     }
-    let options = ContextOptions::from_env().unwrap_or_else(|e| exit(e.to_string()));
+    let options = ContextOptions::from_env().unwrap_or_else(|e| exit(e));
     let config = Config {
         cases: cases_root(),
         options,

@@ -491,7 +491,7 @@ fn open(args: &Args, root: &std::path::Path) -> Result<Suite, String> {
             .collect(),
         runtime: vkcopy_suite::target::target(runtime),
     };
-    let suite = Suite::open(config)?;
+    let suite = Suite::open(config).map_err(|e| e.to_string())?;
     if let Some(want) = &args.expect_device {
         vkcopy_suite::suite::check_device(want, &suite.device)
             .map_err(|e| format!("--expect-device: {e}"))?;

@@ -32,8 +32,10 @@ pub fn worker(args: &Args) -> ExitCode {
         args.validation,
     )
     .and_then(|o| {
-        let runtime = vkcopy_suite::target::resolve(&args.runtime, &args.cases)?;
+        let runtime =
+            vkcopy_suite::target::resolve(&args.runtime, &args.cases).map_err(|e| e.to_string())?;
         vkcopy_suite::worker::serve(&args.cases, &o, &runtime, std::io::stdin().lock())
+            .map_err(|e| e.to_string())
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,
