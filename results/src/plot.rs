@@ -168,7 +168,8 @@ pub fn write_chart(path: &Path, svg: &str) -> Result<(Vec<PathBuf>, Option<Strin
 /// The throughput chart of a run, as `throughput.svg` and `throughput.png`,
 /// when it measured copies (the PNG left out where there is no font).
 pub fn report_chart(report: &Report) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
-    let bars = bars_from_report(&read::from_report(report)?, "");
+    let loaded = read::from_report(report).map_err(|e| e.to_string())?;
+    let bars = bars_from_report(&loaded, "");
     if bars.is_empty() {
         return Ok(Vec::new());
     }

@@ -161,20 +161,70 @@ impl Loaded {
     }
 }
 
+/// Why a report could not be read; each names its file or folder.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON of a report.
+    #[error("{}: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file is JSON, but not a report this binary reads.
+    #[error("{}{why}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    NotResults {
+        /// The file, when the report came from one.
+        path: Option<PathBuf>,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No report where one was named, or reports of several configurations
+    /// where one was asked for.
+    #[error("{}: {why}", path.display())]
+    NotOne {
+        /// The file or folder named.
+        path: PathBuf,
+        /// What is there.
+        why: String,
+    },
+}
+
 /// Reads one `results.json`, of any version; its cases in the file's order.
-pub fn load_file(path: &Path) -> Result<Loaded, String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| err(&e))?;
-    let fields = serde_json::from_str(&text).map_err(|e| err(&e))?;
-    let mut loaded = from_fields(fields).map_err(|e| err(&e))?;
+pub fn load_file(path: &Path) -> Result<Loaded, ReportError> {
+    let path_buf = || path.to_owned();
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Io {
+        path: path_buf(),
+        source,
+    })?;
+    let fields = serde_json::from_str(&text).map_err(|source| ReportError::Json {
+        path: path_buf(),
+        source,
+    })?;
+    let mut loaded = from_fields(fields).map_err(|why| ReportError::NotResults {
+        path: Some(path_buf()),
+        why,
+    })?;
     loaded.files = vec![path.to_owned()];
     Ok(loaded)
 }
 
 /// A report in memory, read as [`load_file`] reads the file it would write.
-pub fn from_report(report: &super::Report) -> Result<Loaded, String> {
-    let json = serde_json::to_value(report).map_err(|e| e.to_string())?;
-    from_fields(serde_json::from_value(json).map_err(|e| e.to_string())?)
+pub fn from_report(report: &super::Report) -> Result<Loaded, ReportError> {
+    let not = |why: String| ReportError::NotResults { path: None, why };
+    let json = serde_json::to_value(report).expect("a report serializes");
+    from_fields(serde_json::from_value(json).map_err(|e| not(e.to_string()))?).map_err(not)
 }
 
 fn from_fields(fields: ReportFields) -> Result<Loaded, String> {
@@ -247,31 +297,32 @@ fn upgrade_case(c: &mut CaseResult, version: u32) {
 }
 
 /// Every `results.json` of `path`: the file itself, or those below a folder.
-pub fn report_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn report_files(path: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let not_one = |why: String| ReportError::NotOne {
+        path: path.to_owned(),
+        why,
+    };
     if path.is_file() {
         return Ok(vec![path.to_owned()]);
     }
     if !path.is_dir() {
-        return Err(format!("{}: no such file or folder", path.display()));
+        return Err(not_one("no such file or folder".into()));
     }
     let pattern = path.join("**").join("results.json");
     let mut files: Vec<PathBuf> = glob::glob(&pattern.to_string_lossy())
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|e| not_one(e.to_string()))?
         .filter_map(Result::ok)
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!(
-            "{}: no results.json in this folder",
-            path.display()
-        ));
+        return Err(not_one("no results.json in this folder".into()));
     }
     Ok(files)
 }
 
 /// The reports of `paths`, one per configuration ([`Loaded::label`]): the
 /// shards and re-runs of one configuration are joined, cases by name.
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, ReportError> {
     let mut out: Vec<Loaded> = Vec::new();
     for p in paths {
         for file in report_files(p)? {
@@ -289,16 +340,18 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
 
 /// One report from `path` (a file, or a folder whose reports are all of one
 /// configuration).
-pub fn load_one(path: &Path) -> Result<Loaded, String> {
+pub fn load_one(path: &Path) -> Result<Loaded, ReportError> {
     let mut all = load_all(&[path.to_owned()])?;
     match all.len() {
         1 => Ok(all.remove(0)),
-        _ => Err(format!(
-            "{}: reports of {} configurations ({}); name one",
-            path.display(),
-            all.len(),
-            all.iter().map(Loaded::label).collect::<Vec<_>>().join(", ")
-        )),
+        _ => Err(ReportError::NotOne {
+            path: path.to_owned(),
+            why: format!(
+                "reports of {} configurations ({}); name one",
+                all.len(),
+                all.iter().map(Loaded::label).collect::<Vec<_>>().join(", ")
+            ),
+        }),
     }
 }
 

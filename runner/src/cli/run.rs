@@ -206,7 +206,7 @@ pub fn env_help() -> String {
 
 /// The names of the cases of a results.json that `--rerun-failed` runs again.
 fn failed_names(path: &std::path::Path) -> Result<Vec<String>, String> {
-    let report = read::load_file(path)?;
+    let report = read::load_file(path).map_err(|e| e.to_string())?;
     Ok(report
         .cases
         .into_iter()
