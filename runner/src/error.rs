@@ -25,6 +25,21 @@ pub enum SuiteError {
         /// What was opened instead, or why none was.
         found: String,
     },
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A case file that `new` would overwrite.
+    #[error("{} exists; not overwriting it", path.display())]
+    Exists {
+        /// The case file.
+        path: std::path::PathBuf,
+    },
     /// A worker process could not be started, or its pipes failed.
     #[error("{what}: {source}")]
     Worker {

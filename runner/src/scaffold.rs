@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use vkcopy_engine::schema::SCHEMA_FILE;
 
+use crate::error::SuiteError;
+
 /// The file of case `name` (`basic/my_case` or `basic::my_case`) below `root`.
-pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
+pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, SuiteError> {
     // `cases/basic/x.yaml`, `basic/x.yaml` and `basic/x` name the same case.
     let mut name = name.trim().trim_start_matches("./");
     if let Some(folder) = root.file_name().and_then(|f| f.to_str()) {
@@ -27,12 +29,13 @@ pub fn case_path(root: &Path, name: &str) -> Result<PathBuf, String> {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     };
     if parts.len() < 2 || !parts.iter().all(word) {
-        return Err(format!(
+        return Err(SuiteError::Input(format!(
             "case name '{name}': write FOLDER/NAME (e.g. basic/my_case) in lowercase letters, digits and _"
-        ));
+        )));
     }
     if parts[0] == "devices" {
-        return Err("devices/ holds recorded memory tables, not cases".into());
+        let why = "devices/ holds recorded memory tables, not cases";
+        return Err(SuiteError::Input(why.into()));
     }
     let mut path = root.to_owned();
     path.extend(&parts);
@@ -114,26 +117,29 @@ steps:
 }
 
 /// Writes the skeleton of case `name` below `root`; never overwrites.
-pub fn write(root: &Path, name: &str, mirrors: Option<&str>) -> Result<PathBuf, String> {
+pub fn write(root: &Path, name: &str, mirrors: Option<&str>) -> Result<PathBuf, SuiteError> {
     let path = case_path(root, name)?;
     if let Some(m) = mirrors.filter(|m| m.trim().is_empty() || m.contains('\n')) {
-        return Err(format!("--mirrors '{m}': one line naming a Halide test"));
+        let why = format!("--mirrors '{m}': one line naming a Halide test");
+        return Err(SuiteError::Input(why));
     }
     let dir = path.parent().unwrap_or(root);
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| SuiteError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let schema = schema_path(root, dir);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&path)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => {
-                format!("{} exists; not overwriting it", path.display())
-            }
-            _ => format!("{}: {e}", path.display()),
+            std::io::ErrorKind::AlreadyExists => SuiteError::Exists { path: path.clone() },
+            _ => io(&path)(e),
         })?;
     file.write_all(skeleton(schema.as_deref(), mirrors).as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(io(&path))?;
     Ok(path)
 }
 

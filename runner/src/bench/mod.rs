@@ -37,20 +37,14 @@ use vkcopy_engine::rt::{Context, ContextOptions, MappedCalibration};
 
 /// Why `bench` stopped: bad input or no device (exit code 2), or validation
 /// messages during the sweep (exit code 1).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Failure {
     /// Bad input or no device: exit code 2.
+    #[error("{0}")]
     Usage(String),
     /// Validation messages during the sweep: exit code 1.
+    #[error("{0}")]
     Validation(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Usage(m) | Failure::Validation(m) => f.write_str(m),
-        }
-    }
 }
 
 /// Runs the sweep (unless `--against` gives vkcopy's results), writes its JSON,
