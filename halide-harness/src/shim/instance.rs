@@ -31,7 +31,7 @@ pub(super) unsafe extern "system" fn create_device(
     if r == vk::Result::SUCCESS {
         // SAFETY: both live: the device was just written to `out`.
         unsafe { LAYER.device_made(pd, *out) };
-        seen().devices += 1;
+        seen().instance.devices += 1;
     }
     r
 }
@@ -47,7 +47,7 @@ pub(super) unsafe extern "system" fn destroy_device(
         // SAFETY: forwarded as Halide called it.
         unsafe { f(device, callbacks) };
         let mut s = seen();
-        s.devices = s.devices.saturating_sub(1);
+        s.instance.devices = s.instance.devices.saturating_sub(1);
     }
 }
 
@@ -68,7 +68,7 @@ pub(super) unsafe extern "system" fn create_instance(
     };
     // SAFETY: the entry point of that name has this type.
     let create: vk::PFN_vkCreateInstance = unsafe { std::mem::transmute(f) };
-    if !seen().validation {
+    if !seen().instance.validation {
         // SAFETY: forwarded as Halide called it.
         return unsafe { create(info, callbacks, out) };
     }
@@ -136,7 +136,7 @@ pub(super) unsafe extern "system" fn create_instance(
         let mut m = vk::DebugUtilsMessengerEXT::null();
         // SAFETY: a messenger on the new instance, destroyed before it.
         if unsafe { make(instance, &info, std::ptr::null(), &mut m) } == vk::Result::SUCCESS {
-            seen().messenger = Some((vk::Handle::as_raw(instance), m));
+            seen().instance.messenger = Some((vk::Handle::as_raw(instance), m));
         }
     }
     r
@@ -149,6 +149,7 @@ pub(super) unsafe extern "system" fn destroy_instance(
     let Some(l) = loader() else { return };
     let _lifecycle = vkcopy::layer_gate::creating();
     let mine = seen()
+        .instance
         .messenger
         .take_if(|(i, _)| *i == vk::Handle::as_raw(instance));
     if let Some((_, m)) = mine {

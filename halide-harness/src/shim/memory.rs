@@ -26,7 +26,7 @@ pub(super) unsafe extern "system" fn allocate_memory(
     {
         let mut s = seen();
         let Some((real_ty, heap)) = backing(&s, ty) else {
-            s.findings.push(format!(
+            s.case.findings.push(format!(
                 "vkAllocateMemory: memory type {ty} is not in the device's table"
             ));
             return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
@@ -35,8 +35,8 @@ pub(super) unsafe extern "system" fn allocate_memory(
             let heap_size = t.heaps[h as usize]
                 .budget
                 .unwrap_or(t.heaps[h as usize].size);
-            if s.heap_used[h as usize] + s.heap_taken[h as usize] + size > heap_size {
-                s.fallbacks += 1;
+            if s.made.heap_used[h as usize] + s.made.heap_taken[h as usize] + size > heap_size {
+                s.case.fallbacks += 1;
                 return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
             }
         }
@@ -46,15 +46,16 @@ pub(super) unsafe extern "system" fn allocate_memory(
     let r = unsafe { f(device, &local, callbacks, out) };
     let mut s = seen();
     if r != vk::Result::SUCCESS {
-        s.fallbacks += 1;
+        s.case.fallbacks += 1;
         return r;
     }
     if let Some((_, Some(h))) = backing(&s, ty) {
-        s.heap_used[h as usize] += size;
+        s.made.heap_used[h as usize] += size;
     }
     // SAFETY: written by the driver on success.
     let handle = unsafe { *out };
-    s.memories
+    s.made
+        .memories
         .insert(vk::Handle::as_raw(handle), Memory { ty, size });
     r
 }
@@ -69,9 +70,9 @@ pub(super) unsafe extern "system" fn free_memory(
         unsafe { f(device, memory, callbacks) };
     }
     let mut s = seen();
-    if let Some(m) = s.memories.remove(&vk::Handle::as_raw(memory)) {
+    if let Some(m) = s.made.memories.remove(&vk::Handle::as_raw(memory)) {
         if let Some((_, Some(h))) = backing(&s, m.ty) {
-            s.heap_used[h as usize] -= m.size;
+            s.made.heap_used[h as usize] -= m.size;
         }
     }
 }
@@ -93,11 +94,11 @@ pub(super) unsafe extern "system" fn create_buffer(
         // SAFETY: Halide's create info.
         let (size, usage) = unsafe { ((*info).size, (*info).usage) };
         let mut s = seen();
-        s.buffers.insert(b, (u32::MAX, size));
-        s.buffer_sizes.insert(b, size);
+        s.made.buffers.insert(b, (u32::MAX, size));
+        s.made.buffer_sizes.insert(b, size);
         let both = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
         if usage.contains(both) {
-            s.both_ways.insert(b);
+            s.made.both_ways.insert(b);
         }
     }
     r
@@ -113,9 +114,9 @@ pub(super) unsafe extern "system" fn destroy_buffer(
         unsafe { f(device, buffer, callbacks) };
     }
     let mut s = seen();
-    s.buffers.remove(&vk::Handle::as_raw(buffer));
-    s.buffer_sizes.remove(&vk::Handle::as_raw(buffer));
-    s.both_ways.remove(&vk::Handle::as_raw(buffer));
+    s.made.buffers.remove(&vk::Handle::as_raw(buffer));
+    s.made.buffer_sizes.remove(&vk::Handle::as_raw(buffer));
+    s.made.both_ways.remove(&vk::Handle::as_raw(buffer));
 }
 
 pub(super) unsafe extern "system" fn get_buffer_memory_requirements(
@@ -149,7 +150,9 @@ pub(super) unsafe extern "system" fn get_buffer_memory_requirements(
     unsafe { (*out).memory_type_bits = bits };
     // SAFETY: filled by the driver.
     let size = unsafe { (*out).size };
-    s.buffers.insert(vk::Handle::as_raw(buffer), (bits, size));
+    s.made
+        .buffers
+        .insert(vk::Handle::as_raw(buffer), (bits, size));
 }
 
 pub(super) unsafe extern "system" fn bind_buffer_memory(
@@ -165,27 +168,28 @@ pub(super) unsafe extern "system" fn bind_buffer_memory(
         let mut s = seen();
         let s = &mut *s;
         let (bits, size) = s
+            .made
             .buffers
             .get(&vk::Handle::as_raw(buffer))
             .copied()
             .unwrap_or((u32::MAX, 0));
-        if let Some(m) = s.memories.get(&vk::Handle::as_raw(memory)) {
+        if let Some(m) = s.made.memories.get(&vk::Handle::as_raw(memory)) {
             let ty = m.ty;
             if offset.saturating_add(size) > m.size {
                 // Bound past its memory, the device would write past the
                 // allocation: refused, so that the process lives to say so.
-                s.findings.push(format!(
+                s.case.findings.push(format!(
                     "vkBindBufferMemory: a buffer of {size} bytes bound at offset {offset} of a {}-byte allocation (past its end; the Vulkan spec forbids it, and lavapipe writes past the allocation)",
                     m.size
                 ));
                 return vk::Result::ERROR_OUT_OF_DEVICE_MEMORY;
             }
             if bits & (1 << ty) == 0 {
-                s.findings.push(format!(
+                s.case.findings.push(format!(
                     "vkBindBufferMemory: a buffer bound to memory type {ty}, outside its memoryTypeBits {bits:#x}: a real driver refuses this"
                 ));
             }
-            if let Some(role) = s.kind.and_then(StepKind::role) {
+            if let Some(role) = s.step.kind.and_then(StepKind::role) {
                 let (flags, heap) = match &s.table {
                     Some((t, _)) => (t.types[ty as usize].flags, t.types[ty as usize].heap),
                     None => s
@@ -193,16 +197,16 @@ pub(super) unsafe extern "system" fn bind_buffer_memory(
                         .get(ty as usize)
                         .map_or((vk::MemoryPropertyFlags::empty(), 0), |t| (t.flags, t.heap)),
                 };
-                if s.both_ways.contains(&vk::Handle::as_raw(buffer)) {
-                    s.step_both_ways.push(s.placements.len());
+                if s.made.both_ways.contains(&vk::Handle::as_raw(buffer)) {
+                    s.step.both_ways.push(s.case.placements.len());
                 }
-                s.placements.push(PlacementRecord {
+                s.case.placements.push(PlacementRecord {
                     role: role.to_string(),
                     memory_type: ty,
                     flags: property_flags_name(flags),
                     heap,
                     bytes: m.size,
-                    fallbacks: s.fallbacks,
+                    fallbacks: s.case.fallbacks,
                     imported: false,
                 });
             }
@@ -227,8 +231,12 @@ pub(super) unsafe extern "system" fn map_memory(
     let r = unsafe { f(device, memory, offset, size, flags, out) };
     if r == vk::Result::SUCCESS {
         let mut s = seen();
-        s.mappings += 1;
-        let ty = s.memories.get(&vk::Handle::as_raw(memory)).map(|m| m.ty);
+        s.made.mappings += 1;
+        let ty = s
+            .made
+            .memories
+            .get(&vk::Handle::as_raw(memory))
+            .map(|m| m.ty);
         let noncoherent = match (&s.table, ty) {
             (Some((t, _)), Some(ty)) => !t.types[ty as usize]
                 .flags
@@ -236,7 +244,7 @@ pub(super) unsafe extern "system" fn map_memory(
             _ => false,
         };
         if noncoherent {
-            s.noncoherent_maps += 1;
+            s.step.noncoherent_maps += 1;
         }
     }
     r
@@ -248,7 +256,7 @@ pub(super) unsafe extern "system" fn unmap_memory(device: vk::Device, memory: vk
         unsafe { f(device, memory) };
     }
     let mut s = seen();
-    s.mappings = s.mappings.saturating_sub(1);
+    s.made.mappings = s.made.mappings.saturating_sub(1);
 }
 
 pub(super) unsafe extern "system" fn flush_ranges(
@@ -256,7 +264,7 @@ pub(super) unsafe extern "system" fn flush_ranges(
     count: u32,
     ranges: *const vk::MappedMemoryRange<'_>,
 ) -> vk::Result {
-    seen().flushes += 1;
+    seen().step.flushes += 1;
     match real::<vk::PFN_vkFlushMappedMemoryRanges>(device, "vkFlushMappedMemoryRanges") {
         // SAFETY: forwarded.
         Some(f) => unsafe { f(device, count, ranges) },
@@ -269,7 +277,7 @@ pub(super) unsafe extern "system" fn invalidate_ranges(
     count: u32,
     ranges: *const vk::MappedMemoryRange<'_>,
 ) -> vk::Result {
-    seen().invalidates += 1;
+    seen().step.invalidates += 1;
     match real::<vk::PFN_vkInvalidateMappedMemoryRanges>(device, "vkInvalidateMappedMemoryRanges") {
         // SAFETY: forwarded.
         Some(f) => unsafe { f(device, count, ranges) },
@@ -288,12 +296,12 @@ pub(super) unsafe extern "system" fn cmd_copy_buffer(
         // SAFETY: Halide passes `count` regions.
         let r = unsafe { std::slice::from_raw_parts(regions, count as usize) };
         let mut s = seen();
-        s.step_copies += 1;
-        s.step_bytes += r.iter().map(|c| c.size).sum::<u64>();
+        s.step.copies += 1;
+        s.step.bytes += r.iter().map(|c| c.size).sum::<u64>();
         // A region past the end of either buffer would have the device write
         // or read outside it: dropped, so that the process lives to say so.
         // Under the validation layer the layer says so instead.
-        let size = |b: vk::Buffer| s.buffer_sizes.get(&vk::Handle::as_raw(b)).copied();
+        let size = |b: vk::Buffer| s.made.buffer_sizes.get(&vk::Handle::as_raw(b)).copied();
         let past = r.iter().find_map(|c| {
             [(src, c.src_offset, "source"), (dst, c.dst_offset, "destination")]
                 .into_iter()
@@ -307,8 +315,8 @@ pub(super) unsafe extern "system" fn cmd_copy_buffer(
                     })
                 })
         });
-        if let Some(finding) = past.filter(|_| !s.validation) {
-            s.findings.push(finding);
+        if let Some(finding) = past.filter(|_| !s.instance.validation) {
+            s.case.findings.push(finding);
             return;
         }
     }

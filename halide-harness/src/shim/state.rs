@@ -67,11 +67,24 @@ pub(super) struct Memory {
     pub(super) size: u64,
 }
 
-/// What the shim saw since the case began.
+/// What the shim saw since the case began, by concern.
 #[derive(Default)]
 pub(super) struct Seen {
     /// The simulated table and the real type behind each of its types.
     pub(super) table: Option<(MemoryTable, Vec<u32>)>,
+    /// The real memory types, read once.
+    pub(super) real_types: Vec<vkcopy_engine::rt::MemoryType>,
+    pub(super) made: Made,
+    pub(super) step: Step,
+    pub(super) case: Tally,
+    /// Halide's instance and device, which outlive cases.
+    pub(super) instance: Instance,
+}
+
+/// What Halide holds: memory, buffers and mappings (leak accounting, the
+/// table's heaps).
+#[derive(Default)]
+pub(super) struct Made {
     pub(super) memories: HashMap<u64, Memory>,
     /// Buffers: the type bits Halide was told they may use, and their size.
     pub(super) buffers: HashMap<u64, (u32, u64)>,
@@ -80,17 +93,31 @@ pub(super) struct Seen {
     /// Buffers made for both directions of transfer: Halide's device memory
     /// (`MemoryUsage::TransferSrcDst`), where its staging is made for one.
     pub(super) both_ways: std::collections::HashSet<u64>,
-    /// The placements of the current step that bound such a buffer, in order.
-    pub(super) step_both_ways: Vec<usize>,
     pub(super) mappings: u64,
     pub(super) heap_used: Vec<u64>,
     /// Per heap, what `fill_heap` says other programs hold.
     pub(super) heap_taken: Vec<u64>,
+}
+
+/// The current step: what it asks of Halide and what Halide did in it.
+#[derive(Default)]
+pub(super) struct Step {
     pub(super) kind: Option<StepKind>,
-    /// `vkCmdCopyBuffer`s and their bytes in the current step.
-    pub(super) step_copies: u64,
-    pub(super) step_bytes: u64,
-    /// Copies and bytes so far: to the device, to the host, device to device.
+    /// `vkCmdCopyBuffer`s and their bytes.
+    pub(super) copies: u64,
+    pub(super) bytes: u64,
+    /// The placements that bound a buffer made for both directions, in order.
+    pub(super) both_ways: Vec<usize>,
+    /// Non-coherent memory mapped, and flushes and invalidates.
+    pub(super) noncoherent_maps: u32,
+    pub(super) flushes: u32,
+    pub(super) invalidates: u32,
+}
+
+/// The case so far: its copies, placements and findings.
+#[derive(Default)]
+pub(super) struct Tally {
+    /// Copies and bytes: to the device, to the host, device to device.
     pub(super) copies: [u64; 3],
     pub(super) bytes: [u64; 3],
     /// The library's own account of its copies, where it keeps one
@@ -99,10 +126,11 @@ pub(super) struct Seen {
     pub(super) fallbacks: u32,
     pub(super) placements: Vec<PlacementRecord>,
     pub(super) findings: Vec<String>,
-    /// In the current step: non-coherent memory mapped, and flushes/invalidates.
-    pub(super) noncoherent_maps: u32,
-    pub(super) flushes: u32,
-    pub(super) invalidates: u32,
+}
+
+/// Halide's instance and device.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Instance {
     pub(super) device_type: Option<DeviceType>,
     /// The validation layer on Halide's next instances (its findings go to
     /// [`FINDINGS`]), and the messenger of the live instance.
@@ -110,8 +138,6 @@ pub(super) struct Seen {
     pub(super) messenger: Option<(u64, vk::DebugUtilsMessengerEXT)>,
     /// Devices Halide made and has not destroyed (its context outlives cases).
     pub(super) devices: u64,
-    /// The real memory types, read once.
-    pub(super) real_types: Vec<vkcopy_engine::rt::MemoryType>,
 }
 
 /// Where the validation layer's findings on Halide's instances go: vkcopy's
@@ -130,18 +156,17 @@ pub(super) fn seen() -> MutexGuard<'static, Seen> {
 /// `counts`, when the library has it, is its own account of its copies.
 pub fn begin_case(table: Option<&MemoryTable>, validation: bool, counts: Option<CopyCountsFn>) {
     let mut s = seen();
-    let (device_type, messenger, devices) = (s.device_type, s.messenger, s.devices);
     *s = Seen {
-        device_type,
-        messenger,
-        devices,
-        validation,
+        instance: Instance {
+            validation,
+            ..s.instance
+        },
         ..Seen::default()
     };
-    s.own_counts = counts.map(|f| (f, [0; 6]));
+    s.case.own_counts = counts.map(|f| (f, [0; 6]));
     s.table = table.map(|t| (t.clone(), Vec::new()));
-    s.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
-    s.heap_taken = s.heap_used.clone();
+    s.made.heap_used = table.map_or(Vec::new(), |t| vec![0; t.heaps.len()]);
+    s.made.heap_taken = s.made.heap_used.clone();
     FINDINGS.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
@@ -161,13 +186,13 @@ pub struct Live {
 pub fn live() -> Live {
     let s = seen();
     Live {
-        memories: s.memories.len() as u64,
-        memory_bytes: s.memories.values().map(|m| m.size).sum(),
-        buffers: s.buffers.len() as u64,
-        mappings: s.mappings,
-        copies: s.copies,
-        bytes: s.bytes,
-        devices: s.devices,
+        memories: s.made.memories.len() as u64,
+        memory_bytes: s.made.memories.values().map(|m| m.size).sum(),
+        buffers: s.made.buffers.len() as u64,
+        mappings: s.made.mappings,
+        copies: s.case.copies,
+        bytes: s.case.bytes,
+        devices: s.instance.devices,
     }
 }
 
@@ -188,22 +213,24 @@ pub fn fill_heap(heap: u32, leave: u64) -> Result<(), StepError> {
     // the runtime finds `leave` bytes beside what it holds itself.
     let size = h.budget.unwrap_or(h.size);
     let h = heap as usize;
-    s.heap_taken[h] = size.saturating_sub(s.heap_used[h]).saturating_sub(leave);
+    s.made.heap_taken[h] = size
+        .saturating_sub(s.made.heap_used[h])
+        .saturating_sub(leave);
     Ok(())
 }
 
 /// Starts a step of `kind` (None: nothing to place or count).
 pub fn begin_step(kind: Option<StepKind>) {
     let mut s = seen();
-    s.kind = kind;
-    s.step_copies = 0;
-    s.step_bytes = 0;
-    s.fallbacks = 0;
-    s.noncoherent_maps = 0;
-    s.flushes = 0;
-    s.invalidates = 0;
-    s.step_both_ways.clear();
-    if let Some((f, at)) = &mut s.own_counts {
+    s.step.kind = kind;
+    s.step.copies = 0;
+    s.step.bytes = 0;
+    s.case.fallbacks = 0;
+    s.step.noncoherent_maps = 0;
+    s.step.flushes = 0;
+    s.step.invalidates = 0;
+    s.step.both_ways.clear();
+    if let Some((f, at)) = &mut s.case.own_counts {
         *at = read_counts(*f);
     }
 }
@@ -222,8 +249,8 @@ fn read_counts(f: CopyCountsFn) -> [u64; 6] {
 pub fn claim_device() {
     let mut s = seen();
     let s = &mut *s;
-    if let Some(&i) = s.step_both_ways.first() {
-        s.placements[i].role = Role::Device.to_string();
+    if let Some(&i) = s.step.both_ways.first() {
+        s.case.placements[i].role = Role::Device.to_string();
     }
 }
 
@@ -232,45 +259,47 @@ pub fn claim_device() {
 pub fn end_step(step: &str) {
     let mut s = seen();
     let s = &mut *s;
-    let direction = match s.kind {
+    let direction = match s.step.kind {
         Some(StepKind::Upload) => Some(0),
         Some(StepKind::Readback) => Some(1),
         Some(StepKind::DeviceToDevice) => Some(2),
         _ => None,
     };
-    match (s.own_counts, direction) {
+    match (s.case.own_counts, direction) {
         // The library's account of what the step copied, in every direction
         // (a copy the CPU makes into mapped memory records no command).
         (Some((f, at)), Some(_)) => {
             let now = read_counts(f);
             for d in 0..3 {
-                s.copies[d] += now[2 * d] - at[2 * d];
-                s.bytes[d] += now[2 * d + 1] - at[2 * d + 1];
+                s.case.copies[d] += now[2 * d] - at[2 * d];
+                s.case.bytes[d] += now[2 * d + 1] - at[2 * d + 1];
             }
         }
-        (None, Some(d)) if s.step_copies > 0 => {
-            s.copies[d] += 1;
-            s.bytes[d] += s.step_bytes;
+        (None, Some(d)) if s.step.copies > 0 => {
+            s.case.copies[d] += 1;
+            s.case.bytes[d] += s.step.bytes;
         }
         _ => {}
     }
-    if s.noncoherent_maps > 0 {
-        let missing = match s.kind.and_then(StepKind::role) {
-            Some(Role::Readback) if s.invalidates == 0 => Some("vkInvalidateMappedMemoryRanges"),
-            Some(Role::Upload) if s.flushes == 0 => Some("vkFlushMappedMemoryRanges"),
+    if s.step.noncoherent_maps > 0 {
+        let missing = match s.step.kind.and_then(StepKind::role) {
+            Some(Role::Readback) if s.step.invalidates == 0 => {
+                Some("vkInvalidateMappedMemoryRanges")
+            }
+            Some(Role::Upload) if s.step.flushes == 0 => Some("vkFlushMappedMemoryRanges"),
             _ => None,
         };
         if let Some(call) = missing {
-            s.findings.push(format!(
+            s.case.findings.push(format!(
                 "{step}: mapped non-coherent memory without {call}: a real driver of this table may show stale data"
             ));
         }
     }
-    s.kind = None;
+    s.step.kind = None;
 }
 
 pub fn placements() -> Vec<PlacementRecord> {
-    seen().placements.clone()
+    seen().case.placements.clone()
 }
 
 /// What the validation layer said about Halide since the case began.
@@ -279,12 +308,12 @@ pub fn take_validation_messages() -> Vec<String> {
 }
 
 pub fn take_findings() -> Vec<String> {
-    std::mem::take(&mut seen().findings)
+    std::mem::take(&mut seen().case.findings)
 }
 
 /// The device type Halide's instance reported, once it made one.
 pub fn device_type() -> Option<DeviceType> {
-    seen().device_type
+    seen().instance.device_type
 }
 
 /// The table presented to Halide, for messages.

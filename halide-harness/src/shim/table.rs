@@ -101,7 +101,7 @@ pub(super) unsafe extern "system" fn enumerate_device_extensions(
 /// would on the recorded device.
 fn present_type(props: &mut vk::PhysicalDeviceProperties) {
     let mut s = seen();
-    s.device_type = Some(DeviceType::from(props.device_type));
+    s.instance.device_type = Some(DeviceType::from(props.device_type));
     if let Some((t, _)) = &s.table {
         props.device_type = match t.device_type {
             DeviceType::Cpu => vk::PhysicalDeviceType::CPU,
