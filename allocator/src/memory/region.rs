@@ -207,6 +207,17 @@ impl<T> Region<T> {
     fn is_free(&self) -> bool {
         self.use_count == 0
     }
+    /// An error naming `id` where this region is free.
+    fn check_in_use(&self, id: RegionId) -> Result<(), RegionError> {
+        match self.is_free() {
+            true => Err(RegionError::NotInUse {
+                id,
+                offset: self.offset,
+                size: self.size,
+            }),
+            false => Ok(()),
+        }
+    }
     /// Free and without payload ("plain"): listed in `free`.
     fn is_plain(&self) -> bool {
         self.use_count == 0 && self.payload.is_none()
@@ -1035,25 +1046,13 @@ impl<T> RegionAllocator<T> {
 
     fn in_use(&self, id: RegionId) -> Result<&Region<T>, RegionError> {
         let r = self.get(id)?;
-        if r.is_free() {
-            return Err(RegionError::NotInUse {
-                id,
-                offset: r.offset,
-                size: r.size,
-            });
-        }
+        r.check_in_use(id)?;
         Ok(r)
     }
 
     fn in_use_mut(&mut self, id: RegionId) -> Result<&mut Region<T>, RegionError> {
         let r = self.get_mut(id)?;
-        if r.is_free() {
-            return Err(RegionError::NotInUse {
-                id,
-                offset: r.offset,
-                size: r.size,
-            });
-        }
+        r.check_in_use(id)?;
         Ok(r)
     }
 }

@@ -79,9 +79,9 @@ impl CopyJob {
         let (s, d, eb) = (&self.src_dims[..], &self.dst_dims[..], self.elem_bytes);
         let done = match &self.sides {
             Sides::DeviceToDevice(a, b) => ctx.device_to_device(sub, (a, s), (b, d), eb),
-            Sides::HostToDevice(a, b) => ctx.upload(sub, (a, s), (b, d), eb),
+            Sides::HostToDevice(a, b) => ctx.host_device_copy(sub, (a, s), (b, d), eb, self.path()),
             Sides::HostToHost(a, b) => ctx.host_to_host((a, s), (b, d), eb),
-            Sides::DeviceToHost(a, b) => ctx.readback(sub, (a, s), (b, d), eb),
+            Sides::DeviceToHost(a, b) => ctx.host_device_copy(sub, (b, d), (a, s), eb, self.path()),
         };
         // After a timeout the device may still be copying: memory freed later
         // waits for it first (`DeviceShared::settle`).

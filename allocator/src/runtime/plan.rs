@@ -168,25 +168,27 @@ impl CopyPlan {
     /// a staging buffer. Packing and unpacking through it use one layout, so they agree
     /// (Halide's staging layout mismatch of `buffer_copy` cannot happen).
     pub(crate) fn with_dense_dst(&self) -> CopyPlan {
-        let mut out = self.clone();
-        out.dst_begin = 0;
-        let mut stride = self.chunk;
-        for d in &mut out.dims {
-            d.dst_stride = stride;
-            stride *= d.extent;
-        }
-        out.fold();
-        out
+        self.with_dense(|p| &mut p.dst_begin, |d| &mut d.dst_stride)
     }
 
     /// The same copy reading from a densely packed source starting at 0.
     pub(crate) fn with_dense_src(&self) -> CopyPlan {
+        self.with_dense(|p| &mut p.src_begin, |d| &mut d.src_stride)
+    }
+
+    /// The same copy with one side (its `begin` and `stride`s) densely packed
+    /// from 0.
+    fn with_dense(
+        &self,
+        begin: impl Fn(&mut CopyPlan) -> &mut u64,
+        stride: impl Fn(&mut PlanDim) -> &mut u64,
+    ) -> CopyPlan {
         let mut out = self.clone();
-        out.src_begin = 0;
-        let mut stride = self.chunk;
+        *begin(&mut out) = 0;
+        let mut next = self.chunk;
         for d in &mut out.dims {
-            d.src_stride = stride;
-            stride *= d.extent;
+            *stride(d) = next;
+            next *= d.extent;
         }
         out.fold();
         out

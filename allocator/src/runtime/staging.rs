@@ -289,6 +289,9 @@ fn record_pieces(
     }
 }
 
+/// The chunks of a ring, held while a copy uses them.
+type Ring<'a> = MutexGuard<'a, Vec<Arc<Region>>>;
+
 impl Context {
     /// Pieces per window on this context.
     pub(crate) fn max_pieces(&self) -> usize {
@@ -301,11 +304,20 @@ impl Context {
     /// The ring of `role` with at least `n` chunks that hold a window of
     /// `window` bytes: a power of two from 1 MiB to [`CHUNK`], so that small
     /// copies keep small chunks and growing copies reallocate them a few times.
-    fn ring(&self, role: Role, n: usize, window: u64) -> Result<MutexGuard<'_, Vec<Arc<Region>>>> {
+    fn ring(&self, role: Role, n: usize, window: u64) -> Result<Ring<'_>> {
         let size = window.next_power_of_two().clamp(1 << 20, CHUNK);
         self.inner
             .staging
             .ring(&self.inner.allocator, role, n, size)
+    }
+
+    /// The window size for `plan`, its number of windows, and the ring of
+    /// `role` that holds them.
+    fn ring_for(&self, plan: &CopyPlan, role: Role) -> Result<(u64, usize, Ring<'_>)> {
+        let window = window(plan.bytes());
+        let windows = Windows::estimate(plan, window, self.max_pieces());
+        let slots = self.ring(role, windows.min(LANES), window)?;
+        Ok((window, windows, slots))
     }
 
     /// Device to host through the readback ring: `plan` from `src` (buffer, byte
@@ -318,9 +330,7 @@ impl Context {
         src: (vk::Buffer, u64),
         dst: &mut [u8],
     ) -> Result<Option<u64>> {
-        let window = window(plan.bytes());
-        let windows = Windows::estimate(plan, window, self.max_pieces());
-        let slots = self.ring(Role::Readback, windows.min(LANES), window)?;
+        let (window, windows, slots) = self.ring_for(plan, Role::Readback)?;
         let n = slots.len().min(windows).max(1);
         let device = &self.raw_device();
         let disjoint = plan.dst_disjoint();
@@ -384,9 +394,7 @@ impl Context {
         dst: (vk::Buffer, u64),
         access: HostAccess,
     ) -> Result<Option<u64>> {
-        let window = window(plan.bytes());
-        let windows = Windows::estimate(plan, window, self.max_pieces());
-        let slots = self.ring(Role::Upload, windows.min(LANES), window)?;
+        let (window, windows, slots) = self.ring_for(plan, Role::Upload)?;
         let n = slots.len().min(windows).max(1);
         let device = &self.raw_device();
         let mut lanes = sub.lanes(self.inner.profile.enabled());

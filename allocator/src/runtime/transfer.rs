@@ -433,46 +433,36 @@ impl Context {
         }
     }
 
-    /// Copies the intersection of a host view and a device view, host to device.
-    pub(crate) fn upload(
+    /// Copies the intersection of a host view and a device view, host to
+    /// device (`path` `HostToDevice`) or device to host.
+    pub(crate) fn host_device_copy(
         &self,
         sub: &Submitter,
-        src: (&HostView, &[Dim]),
-        dst: (&DeviceView, &[Dim]),
+        host: (&HostView, &[Dim]),
+        device: (&DeviceView, &[Dim]),
         elem_bytes: usize,
+        path: CopyPath,
     ) -> Result<()> {
-        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
+        let upload = path == CopyPath::HostToDevice;
+        let (src, dst) = if upload {
+            (host.1, device.1)
+        } else {
+            (device.1, host.1)
+        };
+        let Some(plan) = self.plan_some(src, dst, elem_bytes)? else {
             return Ok(());
         };
-        let mem = src.0.memory.read().unwrap_or_else(|p| p.into_inner());
-        let at = dst.0.byte_offset(elem_bytes);
-        self.host_device(
-            sub,
-            &plan,
-            (HostMem::Upload(&mem), src.0),
-            (&dst.0.region, at),
-        )
-    }
-
-    /// Copies the intersection of a device view and a host view, device to host.
-    pub(crate) fn readback(
-        &self,
-        sub: &Submitter,
-        src: (&DeviceView, &[Dim]),
-        dst: (&HostView, &[Dim]),
-        elem_bytes: usize,
-    ) -> Result<()> {
-        let Some(plan) = self.plan_some(src.1, dst.1, elem_bytes)? else {
-            return Ok(());
+        let memory = &host.0.memory;
+        let (read, mut write);
+        let mem = if upload {
+            read = memory.read().unwrap_or_else(|p| p.into_inner());
+            HostMem::Upload(&read)
+        } else {
+            write = memory.write().unwrap_or_else(|p| p.into_inner());
+            HostMem::Readback(&mut write)
         };
-        let mut mem = dst.0.memory.write().unwrap_or_else(|p| p.into_inner());
-        let at = src.0.byte_offset(elem_bytes);
-        self.host_device(
-            sub,
-            &plan,
-            (HostMem::Readback(&mut mem), dst.0),
-            (&src.0.region, at),
-        )
+        let at = device.0.byte_offset(elem_bytes);
+        self.host_device(sub, &plan, (mem, host.0), (&device.0.region, at))
     }
 
     /// Carries out `plan` between host memory (`mem`, of `view`) and `region`
