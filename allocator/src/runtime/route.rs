@@ -13,7 +13,7 @@ use crate::types::CopyPath;
 /// Host copies smaller than this go through staging: importing costs an
 /// allocation and a buffer, which only pays off for larger copies. A small
 /// readback takes an import that exists, and imports host memory under this
-/// size that it met before (`Context::host_route`).
+/// size that it met before (`Context::imported`).
 pub(crate) const IMPORT_MIN_BYTES: u64 = 1 << 20;
 
 /// How the bytes of one copy move.
