@@ -142,8 +142,10 @@ impl Layer {
         wrapper
     }
 
-    /// The driver's function `name` behind the wrapper called with `handle`,
-    /// or behind its instance's for a device's handle.
+    /// The driver's function `name` behind the wrapper called with `handle`:
+    /// resolved with that handle, else with its instance (for a device's
+    /// handle), else with none (the loader's exported functions, which
+    /// dispatch on the handle they are called with).
     ///
     /// # Safety
     /// `handle` is null or a live dispatchable handle, and `F` is the type of
@@ -154,7 +156,9 @@ impl Layer {
         let name = core_name(name.as_bytes());
         let kept = self.kept.read().unwrap_or_else(|p| p.into_inner());
         let of = |k: usize| kept.real.get(&(k, name.into())).copied();
-        let f = of(k).or_else(|| kept.parent.get(&k).and_then(|&p| of(p)))?;
+        let f = of(k)
+            .or_else(|| kept.parent.get(&k).and_then(|&p| of(p)))
+            .or_else(|| of(0))?;
         // SAFETY: a function pointer kept for this name, of type `F`.
         Some(unsafe { std::mem::transmute_copy::<usize, F>(&f) })
     }
@@ -234,6 +238,9 @@ mod tests {
             layer.forget(instance);
             assert_eq!(found(instance), None);
             assert_eq!(found(device), None);
+            // What was resolved with no handle (a loader's export) serves any.
+            layer.resolved(0, c"vkWrapped", real);
+            assert_eq!(found(instance), Some(addr(driver)));
         }
     }
 }
