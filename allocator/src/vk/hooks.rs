@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use ash::vk::{self, Handle};
 
 use crate::fault::{self, Plan};
-use crate::vk::interpose::Layer;
+use crate::vk::interpose::{self, Layer};
 
 /// The layer of every context of the process; it wraps the calls of the
 /// contexts that have a plan.
@@ -67,15 +67,10 @@ pub(crate) fn creating_plan() -> Option<Arc<Plan>> {
     CREATING.with(|c| c.borrow().clone())
 }
 
-/// The dispatch key of a dispatchable handle.
+/// The dispatch key of a dispatchable handle (`interpose::key`).
 fn key(handle: u64) -> usize {
-    if handle == 0 {
-        return 0;
-    }
-    // SAFETY: a dispatchable handle points to an object that starts with the
-    // pointer to its dispatch table (the loader-driver interface); the runtime
-    // only calls with live handles.
-    unsafe { *(handle as usize as *const usize) }
+    // SAFETY: the runtime only calls with live handles, or null.
+    unsafe { interpose::key(handle) }
 }
 
 /// The plan of the context whose instance or device `handle` is of.

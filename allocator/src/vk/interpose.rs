@@ -46,7 +46,7 @@ struct Kept {
 ///
 /// # Safety
 /// `handle` is null or a live dispatchable handle made by the loader.
-unsafe fn key(handle: u64) -> usize {
+pub(crate) unsafe fn key(handle: u64) -> usize {
     if handle == 0 {
         return 0;
     }
